@@ -1,0 +1,33 @@
+//! Concurrency primitives shared by every learnkv index.
+//!
+//! The layers, bottom up:
+//!
+//! - [`sync`]: the loom shim. Protocol code takes its atomics, cells, locks and threads from here,
+//!   so the same source is model-checked by `loom` under `--cfg loom` and runs on `std` otherwise.
+//! - [`backoff`]: bounded exponential spinning, then yielding (always yielding under loom).
+//! - [`record_lock`] and [`record_cell`]: XIndex's per-record meta word (§3.2, §4.1 of the digest):
+//!   `is_ptr`, `removed`, `uninitialized`, a lock bit and a version in one `AtomicU64`, read
+//!   optimistically and validated; the cell pairs it with the one-word value.
+//! - [`node_lock`]: the optimistic lock coupling (OLC) version lock of Leis et al., used by the
+//!   nodes of HydraList, APEX and PLIN.
+//! - [`grace_period`]: XIndex's `rcu_barrier` (§4.3) built as quiescent-state-based reclamation
+//!   with an offline state, so idle threads never stall a barrier.
+//! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
+//!   the end of each model execution.
+//!
+//! Loom models live in `tests/loom_*.rs` and run with
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
+
+pub mod backoff;
+pub mod epoch;
+pub mod grace_period;
+pub mod node_lock;
+pub mod record_cell;
+pub mod record_lock;
+pub mod sync;
+
+pub use backoff::Backoff;
+pub use grace_period::{GracePeriod, OnlineGuard, Participant};
+pub use node_lock::{NodeLock, NodeWriteGuard, Restart, Version};
+pub use record_cell::{RecordCell, RecordCellGuard};
+pub use record_lock::{RecordGuard, RecordLock, RecordMeta};

@@ -1,0 +1,54 @@
+//! Keys as model input (XIndex §2.2, §3.4).
+//!
+//! Integer keys enter a model as their signed offset from a pivot (the smallest key the model
+//! was trained on), so two 64-bit keys above 2^53 that differ in their low bits still map to
+//! different `f64` inputs as long as the model's own range is below 2^53. Byte-string keys enter
+//! a model as the bytes of their partial key ([`crate::PartialKeyLayout`]).
+
+use std::borrow::Borrow;
+use std::fmt::Debug;
+
+use crate::linear::LinearModel;
+use crate::model::KeyModel;
+use crate::string_model::StringModel;
+
+/// A key type that learned indexes can index: `u64` or a byte string (`Vec<u8>`).
+///
+/// Keys are compared by their [`Ord`] order; lookups take the borrowed [`Key::Query`] form
+/// (`u64` or `[u8]`), whose order must agree with the key's.
+pub trait Key: Ord + Clone + Debug + Send + Sync + Borrow<Self::Query> + 'static {
+    /// The borrowed form a lookup takes (`u64` for `u64`, `[u8]` for `Vec<u8>`).
+    type Query: ?Sized + Ord + Debug;
+    /// The model family that learns the position of this key type in a sorted array.
+    type Model: KeyModel<Self>;
+}
+
+impl Key for u64 {
+    type Query = u64;
+    type Model = LinearModel;
+}
+
+impl Key for Vec<u8> {
+    type Query = [u8];
+    type Model = StringModel;
+}
+
+/// The model input of an integer key: its signed distance from `pivot`, as `f64`.
+///
+/// Subtracting before converting keeps the precision of keys above 2^53: only the distance,
+/// not the key itself, has to fit the 53-bit mantissa.
+///
+/// ```
+/// use learned_model::offset_from_pivot;
+/// let pivot = (1u64 << 60) + 1;
+/// assert_eq!(offset_from_pivot(pivot + 3, pivot), 3.0);
+/// assert_eq!(offset_from_pivot(pivot - 2, pivot), -2.0);
+/// ```
+#[inline]
+pub fn offset_from_pivot(key: u64, pivot: u64) -> f64 {
+    if key >= pivot {
+        (key - pivot) as f64
+    } else {
+        -((pivot - key) as f64)
+    }
+}

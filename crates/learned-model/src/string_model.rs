@@ -1,0 +1,195 @@
+//! Multi-feature linear models over byte-string keys (XIndex §2.2, §3.4.1): a weight per
+//! partial-key byte plus a bias, fitted by least squares.
+//!
+//! Training streams over the keys (no feature matrix is materialised): one pass for the
+//! feature means, one for the centred normal equations, one for the exact error bounds. The
+//! normal equations carry a tiny ridge term, which gives constant features (bytes every key
+//! shares) a zero weight instead of a singular system — the role the paper's SVD solver plays.
+//! At most [`MAX_FEATURES`] leading partial-key bytes become features.
+//!
+//! The model is not monotone in the key order (weights may be negative), so lookups rely on the
+//! self-correcting window search of [`crate::search`].
+
+use std::cmp::Ordering;
+
+use crate::error::{Result, check_sorted};
+use crate::model::{ErrorBounds, KeyModel, clamp_prediction};
+use crate::partial_key::PartialKeyLayout;
+use crate::search;
+
+/// The most partial-key bytes a string model uses as features.
+pub const MAX_FEATURES: usize = 32;
+
+/// A linear model over the partial-key bytes of sorted byte-string keys.
+///
+/// ```
+/// use learned_model::{KeyModel, StringModel};
+/// let keys: Vec<Vec<u8>> = (0..500u32).map(|i| format!("item-{i:05}").into_bytes()).collect();
+/// let model = StringModel::fit(&keys).unwrap();
+/// assert_eq!(model.layout().prefix(), b"item-00");
+/// assert_eq!(model.lower_bound(&keys, b"item-00250"), 250);
+/// assert_eq!(model.lower_bound(&keys, b"item-002505"), 251);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct StringModel {
+    layout: PartialKeyLayout,
+    weights: Vec<f64>,
+    bias: f64,
+    len: usize,
+    bounds: ErrorBounds,
+    mean_abs_error: f64,
+}
+
+impl StringModel {
+    /// Fits by least squares over `keys[i] -> i`.
+    pub fn fit<K: AsRef<[u8]> + Ord>(keys: &[K]) -> Result<Self> {
+        check_sorted(keys)?;
+        let layout = PartialKeyLayout::from_sorted(keys)?;
+        let dims = layout.effective_len().min(MAX_FEATURES);
+        let n = keys.len() as f64;
+        let mut x = vec![0.0; dims];
+
+        let mut mean = vec![0.0; dims];
+        for key in keys {
+            layout.features(key.as_ref(), &mut x);
+            mean.iter_mut().zip(&x).for_each(|(m, v)| *m += v);
+        }
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mean_y = (n - 1.0) / 2.0;
+
+        let mut gram = vec![0.0; dims * dims];
+        let mut rhs = vec![0.0; dims];
+        for (i, key) in keys.iter().enumerate() {
+            layout.features(key.as_ref(), &mut x);
+            x.iter_mut().zip(&mean).for_each(|(v, m)| *v -= m);
+            let dy = i as f64 - mean_y;
+            for r in 0..dims {
+                rhs[r] += x[r] * dy;
+                for c in 0..=r {
+                    gram[r * dims + c] += x[r] * x[c];
+                }
+            }
+        }
+        let weights = solve_ridge(&mut gram, rhs, dims);
+        let bias = mean_y - weights.iter().zip(&mean).map(|(w, m)| w * m).sum::<f64>();
+
+        let mut model = Self {
+            layout,
+            weights,
+            bias,
+            len: keys.len(),
+            bounds: ErrorBounds::default(),
+            mean_abs_error: 0.0,
+        };
+        let mut total = 0u64;
+        for (i, key) in keys.iter().enumerate() {
+            let error = i as i64 - model.predict_bytes(key.as_ref()) as i64;
+            model.bounds.include(error);
+            total += error.unsigned_abs();
+        }
+        model.mean_abs_error = total as f64 / n;
+        Ok(model)
+    }
+
+    /// The partial-key layout of the trained keys.
+    pub fn layout(&self) -> &PartialKeyLayout {
+        &self.layout
+    }
+
+    /// The weight of each feature (partial-key byte), in order.
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    #[inline]
+    fn predict_bytes(&self, key: &[u8]) -> usize {
+        match self.layout.compare_prefix(key) {
+            Ordering::Less => 0,
+            Ordering::Greater => self.len - 1,
+            Ordering::Equal => {
+                let partial = self.layout.partial(key);
+                let mut raw = self.bias;
+                for (i, w) in self.weights.iter().enumerate() {
+                    raw += w * partial.get(i).map_or(0.0, |&b| f64::from(b) + 1.0);
+                }
+                clamp_prediction(raw, self.len)
+            }
+        }
+    }
+}
+
+/// Solves `(G + λI) w = rhs` for the symmetric positive semi-definite `G` whose lower triangle
+/// is in `gram` (row-major, `dims × dims`), by Cholesky factorisation in place. `λ` is a
+/// vanishing fraction of the mean diagonal, enough to make the system definite.
+fn solve_ridge(gram: &mut [f64], mut rhs: Vec<f64>, dims: usize) -> Vec<f64> {
+    let trace: f64 = (0..dims).map(|i| gram[i * dims + i]).sum();
+    let ridge = 1e-9 * (trace / dims.max(1) as f64).max(1.0);
+    for i in 0..dims {
+        gram[i * dims + i] += ridge;
+    }
+    for j in 0..dims {
+        let mut diagonal = gram[j * dims + j];
+        for k in 0..j {
+            diagonal -= gram[j * dims + k] * gram[j * dims + k];
+        }
+        let diagonal = diagonal.max(ridge).sqrt();
+        gram[j * dims + j] = diagonal;
+        for i in j + 1..dims {
+            let mut value = gram[i * dims + j];
+            for k in 0..j {
+                value -= gram[i * dims + k] * gram[j * dims + k];
+            }
+            gram[i * dims + j] = value / diagonal;
+        }
+    }
+    for i in 0..dims {
+        for k in 0..i {
+            rhs[i] -= gram[i * dims + k] * rhs[k];
+        }
+        rhs[i] /= gram[i * dims + i];
+    }
+    for i in (0..dims).rev() {
+        for k in i + 1..dims {
+            rhs[i] -= gram[k * dims + i] * rhs[k];
+        }
+        rhs[i] /= gram[i * dims + i];
+    }
+    rhs
+}
+
+impl KeyModel<Vec<u8>> for StringModel {
+    fn fit(keys: &[Vec<u8>]) -> Result<Self> {
+        StringModel::fit(keys)
+    }
+
+    #[inline]
+    fn predict(&self, key: &[u8]) -> usize {
+        self.predict_bytes(key)
+    }
+
+    fn bounds(&self) -> ErrorBounds {
+        self.bounds
+    }
+
+    fn mean_abs_error(&self) -> f64 {
+        self.mean_abs_error
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The lower bound, comparing only the bytes after the group's common prefix.
+    fn lower_bound(&self, keys: &[Vec<u8>], key: &[u8]) -> usize {
+        match self.layout.compare_prefix(key) {
+            Ordering::Less => 0,
+            Ordering::Greater => keys.len(),
+            Ordering::Equal => {
+                let skip = self.layout.prefix_len();
+                let suffix = &key[skip..];
+                let window = self.bounds.window(self.predict_bytes(key), keys.len());
+                search::lower_bound_in_by(keys, window, |k| &k[skip..] < suffix)
+            }
+        }
+    }
+}
