@@ -1,0 +1,842 @@
+//! XIndex-R's per-group delta index (`buffer_t`; XIndex §3.5.1, digest §2.5): a concurrent
+//! ordered map from keys to record cells that buffers the inserts of new keys between two
+//! compactions of a group.
+//!
+//! # Role in XIndex
+//!
+//! `get` reads `data_array → buf → tmp_buf` (digest §3.3); `put` upserts into `buf`, or into
+//! `tmp_buf` while `buf` is frozen (§3.4), through [`DeltaIndex::get_or_insert`], whose insert
+//! is the linearization point of "insert into buffer"; `remove` marks the entry's cell removed
+//! under the cell's lock (§3.5): entries are never physically removed. The merge phase of a
+//! compaction (§3.8) walks a frozen buffer in key order ([`DeltaIndex::iter`]) and stores the
+//! addresses of its cells in the new array as pointer records. The whole structure is freed at
+//! once when the group that owns it is reclaimed, and [`DeltaIndex::len`] counts inserted keys
+//! and never goes down (the reference code's `size()`).
+//!
+//! # Design
+//!
+//! The paper's optimised delta index is a B+-tree with optimistic reads and per-node write
+//! locks. This one is the B-tree variant of optimistic lock coupling (OLC; Leis et al., "The ART
+//! of Practical Synchronization", DaMoN 2016), with every node field an atomic so that each racy
+//! read is defined behaviour (DESIGN.md, "Concurrency"):
+//!
+//! - **Entries are boxed, immutable in their key, and never move.** Each key lives in its own
+//!   heap entry next to its [`RecordCell`]; nodes hold pointers to entries. A split moves the
+//!   pointers, never the entries, and no entry is freed before the tree is dropped. So the
+//!   `&RecordCell` that [`DeltaIndex::get`] returns has a stable address for the life of `&self`,
+//!   at all times. That is stronger than the reference code, whose leaf splits move entries so
+//!   that addresses are stable only while the buffer is frozen (digest §2.5, "bug-risk").
+//! - **Nothing is retired.** Splits happen in place: the left node keeps the first half, a new
+//!   right sibling takes the second, the parent gains a separator (or a new root is published).
+//!   No node is ever unlinked, so nothing needs a grace period or an epoch: every node and entry
+//!   is freed by [`Drop`], which has `&mut self`. A consequence used below: the leftmost leaf
+//!   never changes.
+//! - **Separators are entries.** An inner node's separator is a pointer to the entry whose key
+//!   is the smallest of the right subtree; entries are immutable and immortal, so separators
+//!   are too. Inner nodes route `key` to the child after the last separator `<= key`.
+//! - **Readers never write shared memory.** A lookup loads the root pointer, takes the root's
+//!   version, checks that it is still the root (a root split would otherwise hide the right
+//!   half), and descends: it reads the child pointer, takes the child's version, then validates
+//!   the parent's version (lock coupling: a split of the child locks the parent, so the child
+//!   reached is the right one for the version read). At the leaf it binary-searches the entry
+//!   pointers, comparing the keys they point to. A **match needs no validation**: an entry is
+//!   created only by the insert that found its key absent under the leaf's lock, so a key has
+//!   at most one entry ever, and that entry is never freed. A **miss** is returned only after
+//!   the leaf's version validates. Any failure (including an empty slot below the count, which
+//!   only a torn read shows) restarts from the root after a [`Backoff`] step. A node never
+//!   changes level, so even a torn descent reaches a leaf in at most the root's height steps.
+//! - **Scans** read one leaf at a time: its entries and `next` pointer, validated against the
+//!   leaf's version, then the next leaf. Leaf ranges only shrink, from the right, by splits, so
+//!   every key of the leaves after a validated snapshot is above the snapshot's keys: keys come
+//!   out ascending without filtering, and a key present throughout is never skipped (if its
+//!   leaf splits after being read, its upper half was in the snapshot already).
+//! - **Writers lock only the nodes they change**, by upgrading the versions they read
+//!   ([`NodeLock::try_upgrade`]), never by waiting while holding a lock, so writers cannot
+//!   deadlock. An insert descends like a lookup and splits every full node it meets on the way
+//!   down (eager top-down splitting, as in Leis's OLC B-tree), so the parent of a splitting node
+//!   always has room; after a split it restarts. A plain insert locks only its leaf.
+//! - **Memory ordering.** Every store of an entry or node pointer is `Release` and every load of
+//!   one is `Acquire`, so whoever loads a pointer sees the pointee fully initialised (entries and
+//!   new nodes are initialised before they are published, and entries' keys never change).
+//!   Counts are `Relaxed`: they are only trusted once the node's version validates
+//!   ([`NodeLock`] supplies the fences).
+//! - **Fanout.** `FANOUT` is the most children of an inner node (`FANOUT - 1` separators) and
+//!   the most entries of a leaf; it defaults to the reference code's 16. Loom models use 4 so
+//!   that a few inserts split.
+//!
+//! Costs: every key comparison dereferences an entry pointer (a likely cache miss on a cold
+//! node, and for byte-string keys a second one to the key's bytes); each key costs one boxed
+//! entry (the key plus a 16-byte cell) and one slot in a leaf.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem;
+use std::ptr;
+
+use concurrency::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
+use learned_model::Key;
+
+/// One key and its record cell, boxed once and never moved or freed before the tree is dropped.
+struct Entry<K> {
+    key: K,
+    cell: RecordCell,
+}
+
+impl<K: Key> Entry<K> {
+    /// The key in its lookup form.
+    fn query(&self) -> &K::Query {
+        self.key.borrow()
+    }
+}
+
+/// A leaf or inner node. Every field a reader may race with a writer on is atomic.
+struct Node<K, const FANOUT: usize> {
+    /// The OLC version lock.
+    lock: NodeLock,
+    /// Set at creation and never changed: a node stays at its level for its whole life.
+    is_leaf: bool,
+    /// Entries in a leaf (at most `FANOUT`), separators in an inner node (at most `FANOUT - 1`).
+    count: AtomicUsize,
+    /// Leaf: the entries, in key order. Inner: the separators, in key order.
+    keys: [AtomicPtr<Entry<K>>; FANOUT],
+    /// Inner only: `count + 1` children; child `i` holds the keys in `[keys[i - 1], keys[i])`.
+    children: [AtomicPtr<Node<K, FANOUT>>; FANOUT],
+    /// Leaf only: the next leaf in key order (null for the last one).
+    next: AtomicPtr<Node<K, FANOUT>>,
+}
+
+impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
+    fn new(is_leaf: bool) -> Self {
+        Self {
+            lock: NodeLock::new(),
+            is_leaf,
+            count: AtomicUsize::new(0),
+            keys: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            children: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The count, as of some version (readers validate it afterwards).
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The raw pointer in key slot `i` (a writer moving it, or [`Drop`] freeing it).
+    fn entry_ptr(&self, i: usize) -> *mut Entry<K> {
+        self.keys[i].load(Ordering::Acquire)
+    }
+
+    /// The raw pointer in child slot `i`.
+    fn child_ptr(&self, i: usize) -> *mut Self {
+        self.children[i].load(Ordering::Acquire)
+    }
+
+    /// The entry in key slot `i`; `None` for an empty slot (or an index past the array), which
+    /// only a reader racing a writer can meet below `count`.
+    fn entry(&self, i: usize) -> Option<&Entry<K>> {
+        let entry = self.keys.get(i)?.load(Ordering::Acquire);
+        // SAFETY: every non-null pointer ever stored in a key slot is an entry of this tree,
+        // boxed and fully initialised before a `Release` store published it (this `Acquire`
+        // load makes that initialisation visible); its key is never written again and its cell
+        // is all atomics. Entries are freed only by `DeltaIndex::drop`, which takes `&mut` of
+        // the tree and so cannot run while `self`, borrowed from the tree, is alive.
+        unsafe { entry.as_ref() }
+    }
+
+    /// The node in child slot `i`; `None` as for [`entry`](Self::entry).
+    fn child(&self, i: usize) -> Option<&Self> {
+        let child = self.children.get(i)?.load(Ordering::Acquire);
+        // SAFETY: every non-null pointer ever stored in a child slot is a node of this tree,
+        // boxed and initialised before a `Release` store published it; nodes are never retired
+        // and are freed only by `DeltaIndex::drop` (`&mut` of the tree), as for `entry`.
+        unsafe { child.as_ref() }
+    }
+
+    /// The next leaf, if any.
+    fn next_leaf(&self) -> Option<&Self> {
+        let next = self.next.load(Ordering::Acquire);
+        // SAFETY: `next` only ever holds null or a published leaf of this tree (see `child`).
+        unsafe { next.as_ref() }
+    }
+
+    /// The number of leading keys among the first `count` for which `pred` holds (`pred` must
+    /// hold for a prefix of a consistent node). Fails on an empty slot, which only a reader of
+    /// an inconsistent state can meet; a reader must validate before trusting the result.
+    fn partition_point(
+        &self,
+        count: usize,
+        pred: impl Fn(&K::Query) -> bool,
+    ) -> Result<usize, Restart> {
+        let (mut lo, mut hi) = (0, count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.entry(mid).ok_or(Restart)?.query()) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Inner node: the slot of the child whose range holds `key`.
+    fn child_index(&self, key: &K::Query) -> Result<usize, Restart> {
+        self.partition_point(self.count(), |k| k <= key)
+    }
+
+    /// Leaf: the position of `key` among the first `count` entries, and its entry if present.
+    fn search(&self, count: usize, key: &K::Query) -> Result<(usize, Option<&Entry<K>>), Restart> {
+        let pos = self.partition_point(count, |k| k < key)?;
+        if pos < count {
+            let entry = self.entry(pos).ok_or(Restart)?;
+            if entry.query() == key {
+                return Ok((pos, Some(entry)));
+            }
+        }
+        Ok((pos, None))
+    }
+
+    /// Leaf: reads into `out` its entries (from the first `>= start` if `start` is given; the
+    /// rest of `out` cleared) and returns the next leaf, all as of `version`, which it
+    /// validates.
+    fn read_leaf<'a>(
+        &'a self,
+        version: Version,
+        start: Option<&K::Query>,
+        out: &mut [Option<&'a Entry<K>>; FANOUT],
+    ) -> Result<Option<&'a Self>, Restart> {
+        let count = self.count();
+        let from = match start {
+            Some(start) => self.partition_point(count, |k| k < start)?,
+            None => 0,
+        };
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = if from + i < count {
+                Some(self.entry(from + i).ok_or(Restart)?)
+            } else {
+                None
+            };
+        }
+        let next = self.next_leaf();
+        self.lock.validate(version)?;
+        Ok(next)
+    }
+
+    /// Leaf, write-locked and not full: puts `entry` at `pos`, shifting the entries after it.
+    fn insert_entry(&self, pos: usize, entry: *mut Entry<K>) {
+        let count = self.count();
+        for i in (pos..count).rev() {
+            self.keys[i + 1].store(self.entry_ptr(i), Ordering::Release);
+        }
+        self.keys[pos].store(entry, Ordering::Release);
+        self.count.store(count + 1, Ordering::Relaxed);
+    }
+
+    /// Inner node, write-locked and not full: puts `separator` at `pos` and `child` right of it.
+    fn insert_child(&self, pos: usize, separator: *mut Entry<K>, child: *mut Self) {
+        let count = self.count();
+        for i in (pos..count).rev() {
+            self.keys[i + 1].store(self.entry_ptr(i), Ordering::Release);
+            self.children[i + 2].store(self.child_ptr(i + 1), Ordering::Release);
+        }
+        self.keys[pos].store(separator, Ordering::Release);
+        self.children[pos + 1].store(child, Ordering::Release);
+        self.count.store(count + 1, Ordering::Relaxed);
+    }
+
+    /// Write-locked and full: keeps the keys (and children) below `mid` and moves the rest
+    /// into a new right sibling, returned unpublished except through a leaf's `next`. The key at
+    /// `mid` is the separator: a leaf's right sibling starts with it, an inner node hands it to
+    /// its parent.
+    fn split_off(&self, mid: usize) -> *mut Self {
+        let count = self.count();
+        let right = Self::new(self.is_leaf);
+        if self.is_leaf {
+            for (to, from) in (mid..count).enumerate() {
+                right.keys[to].store(self.entry_ptr(from), Ordering::Release);
+            }
+            right.count.store(count - mid, Ordering::Relaxed);
+            right
+                .next
+                .store(self.next.load(Ordering::Acquire), Ordering::Release);
+        } else {
+            for (to, from) in (mid + 1..count).enumerate() {
+                right.keys[to].store(self.entry_ptr(from), Ordering::Release);
+            }
+            for (to, from) in (mid + 1..=count).enumerate() {
+                right.children[to].store(self.child_ptr(from), Ordering::Release);
+            }
+            right.count.store(count - mid - 1, Ordering::Relaxed);
+        }
+        let right = Box::into_raw(Box::new(right));
+        if self.is_leaf {
+            self.next.store(right, Ordering::Release);
+        }
+        self.count.store(mid, Ordering::Relaxed);
+        right
+    }
+
+    /// Frees the subtree rooted at `node`: its nodes and, in its leaves, its entries.
+    ///
+    /// # Safety
+    ///
+    /// `node` is a node of a tree that nobody else can access any more, reached through the
+    /// live slots (the first `count` keys, `count + 1` children) of its parent or as the root,
+    /// and not freed before.
+    unsafe fn free_subtree(node: *mut Self) {
+        // SAFETY: `node` came from `Box::into_raw` and, by the caller's contract, is freed once
+        // and not accessed by anyone else.
+        let node = unsafe { Box::from_raw(node) };
+        let count = node.count();
+        if node.is_leaf {
+            for i in 0..count {
+                // SAFETY: every entry sits in the live slots of exactly one leaf (an insert
+                // publishes it once, a split moves it from the left node's live slots to the
+                // right node's), and came from `Box::into_raw`; separators are not owners.
+                drop(unsafe { Box::from_raw(node.entry_ptr(i)) });
+            }
+        } else {
+            for i in 0..=count {
+                // SAFETY: each node is a live child of exactly one parent (a split moves it from
+                // the left node's live slots to the right node's), or the root.
+                unsafe { Self::free_subtree(node.child_ptr(i)) };
+            }
+        }
+    }
+}
+
+/// What an insert attempt found.
+enum Step<'a, K, const FANOUT: usize> {
+    /// The key is present.
+    Found(&'a Entry<K>),
+    /// The key is absent; its leaf is write-locked and has room at `pos`.
+    Vacant {
+        leaf: &'a Node<K, FANOUT>,
+        pos: usize,
+        guard: NodeWriteGuard<'a>,
+    },
+    /// A full node on the way was split; start again.
+    Split,
+}
+
+/// A group's delta index (XIndex §3.5.1): a concurrent ordered map from keys to
+/// [`RecordCell`]s, built as an optimistic-lock-coupling B+-tree whose entries are never removed
+/// and never move, so a returned `&RecordCell` keeps its address for the life of the index (the
+/// merge phase of a compaction stores these addresses as pointer records).
+///
+/// All methods take `&self` and may run on any number of threads. The cells are XIndex
+/// records: the caller reads them optimistically ([`RecordCell::read`]) and updates, removes or
+/// revives them under their lock; the index itself only inserts.
+///
+/// `FANOUT` is the most children of an inner node and the most entries of a leaf (at least 4;
+/// 16 by default, as in the reference code).
+///
+/// ```
+/// use range_index::xindex::DeltaIndex;
+///
+/// let buffer = DeltaIndex::<u64>::new();
+/// let (cell, inserted) = buffer.get_or_insert(7, 70);
+/// assert!(inserted);
+/// assert_eq!(cell.read().1, 70);
+///
+/// // A second insert finds the entry; updates go through the cell's lock.
+/// let (same, inserted) = buffer.get_or_insert(7, 71);
+/// assert!(!inserted && std::ptr::eq(cell, same));
+/// same.lock().set_value(72);
+/// assert_eq!(buffer.get(&7).map(|c| c.read().1), Some(72));
+///
+/// // Removing marks the cell; the entry stays and `len` does not go down.
+/// cell.lock().set_removed(true);
+/// assert!(buffer.get(&7).is_some_and(|c| c.read().0.is_removed()));
+/// assert_eq!(buffer.len(), 1);
+/// ```
+pub struct DeltaIndex<K: Key, const FANOUT: usize = 16> {
+    /// The root node; replaced (never freed) when the root splits.
+    root: AtomicPtr<Node<K, FANOUT>>,
+    /// The leftmost leaf, which never changes (splits keep the left half in place). An atomic
+    /// only so that the index is `Send + Sync` without an `unsafe impl`.
+    head: AtomicPtr<Node<K, FANOUT>>,
+    /// Keys inserted so far.
+    len: AtomicUsize,
+    /// Nodes allocated so far (for [`memory_bytes`](Self::memory_bytes)).
+    nodes: AtomicUsize,
+    /// The index owns its keys (through the entries).
+    _owns: PhantomData<K>,
+}
+
+impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
+    /// An empty delta index (one empty leaf).
+    pub fn new() -> Self {
+        const {
+            assert!(FANOUT >= 4, "a delta index needs a fanout of at least 4");
+        }
+        let leaf = Box::into_raw(Box::new(Node::new(true)));
+        Self {
+            root: AtomicPtr::new(leaf),
+            head: AtomicPtr::new(leaf),
+            len: AtomicUsize::new(0),
+            nodes: AtomicUsize::new(1),
+            _owns: PhantomData,
+        }
+    }
+
+    /// The cell of `key`, if `key` was inserted; removed entries included (the caller reads the
+    /// cell's flags).
+    ///
+    /// Optimistic: it never writes shared memory and retries while a writer changes the nodes
+    /// on its path. The returned reference keeps its address for as long as the index lives.
+    pub fn get(&self, key: &K::Query) -> Option<&RecordCell> {
+        let mut backoff = Backoff::new();
+        loop {
+            match self.try_get(key) {
+                Ok(found) => return found.map(|entry| &entry.cell),
+                Err(Restart) => backoff.snooze(),
+            }
+        }
+    }
+
+    /// The cell of `key`, inserting `key` with a fresh live cell holding `value` if it is
+    /// absent; the flag is true iff this call inserted it.
+    ///
+    /// Two concurrent calls for the same absent key insert it once: the other call returns the
+    /// same cell with `false`. An existing entry is returned as it is, even if removed: updating
+    /// or reviving it under its lock is the caller's business. The insert is the linearization
+    /// point of XIndex's "insert into buffer".
+    pub fn get_or_insert(&self, key: K, value: u64) -> (&RecordCell, bool) {
+        let mut backoff = Backoff::new();
+        loop {
+            let query: &K::Query = key.borrow();
+            match self.find_or_lock(query) {
+                Ok(Step::Found(entry)) => return (&entry.cell, false),
+                Ok(Step::Vacant { leaf, pos, guard }) => {
+                    let cell = RecordCell::new(RecordMeta::new(), value);
+                    let entry = Box::into_raw(Box::new(Entry { key, cell }));
+                    leaf.insert_entry(pos, entry);
+                    self.len.fetch_add(1, Ordering::Relaxed);
+                    guard.unlock();
+                    // SAFETY: `entry` was just boxed and now belongs to the tree, which never
+                    // frees an entry before `drop(&mut self)`, so it outlives `&self`.
+                    return (unsafe { &(*entry).cell }, true);
+                }
+                Ok(Step::Split) => {}
+                Err(Restart) => backoff.snooze(),
+            }
+        }
+    }
+
+    /// The number of keys ever inserted; removing (marking cells) does not decrease it.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True iff no key was ever inserted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entries in key order, removed ones included.
+    ///
+    /// Read leaf by leaf, each leaf's snapshot validated: keys come out strictly ascending with
+    /// no duplicates, every key present for the whole iteration is returned, and a key inserted
+    /// meanwhile may or may not be. On a buffer nobody inserts into (XIndex's frozen `buf`), it
+    /// is exactly the buffer's contents.
+    pub fn iter(&self) -> DeltaIter<'_, K, FANOUT> {
+        DeltaIter {
+            snapshot: [None; FANOUT],
+            pos: 0,
+            next_leaf: Some(self.head_node()),
+        }
+    }
+
+    /// As [`iter`](Self::iter), from the first key `>= start`.
+    pub fn iter_from(&self, start: &K::Query) -> DeltaIter<'_, K, FANOUT> {
+        let mut snapshot = [None; FANOUT];
+        let mut backoff = Backoff::new();
+        // The first leaf is read at the version its lookup validated, so it is the leaf whose
+        // range holds `start`, and every key of the leaves after it is above `start`.
+        let next_leaf = loop {
+            let attempt = self
+                .find_leaf(start)
+                .and_then(|(leaf, version)| leaf.read_leaf(version, Some(start), &mut snapshot));
+            match attempt {
+                Ok(next) => break next,
+                Err(Restart) => backoff.snooze(),
+            }
+        };
+        DeltaIter {
+            snapshot,
+            pos: 0,
+            next_leaf,
+        }
+    }
+
+    /// The heap memory of the nodes and entries, in bytes; memory the keys own (the bytes of a
+    /// `Vec<u8>` key) is not counted.
+    pub fn memory_bytes(&self) -> usize {
+        self.nodes.load(Ordering::Relaxed) * mem::size_of::<Node<K, FANOUT>>()
+            + self.len() * mem::size_of::<Entry<K>>()
+    }
+
+    fn root_node(&self) -> &Node<K, FANOUT> {
+        let root = self.root.load(Ordering::Acquire);
+        // SAFETY: the root is never null; it is a published node of this tree, freed only by
+        // `drop(&mut self)`.
+        unsafe { &*root }
+    }
+
+    fn head_node(&self) -> &Node<K, FANOUT> {
+        let head = self.head.load(Ordering::Acquire);
+        // SAFETY: `head` is the first leaf, set in `new` and never changed; freed only by
+        // `drop(&mut self)`.
+        unsafe { &*head }
+    }
+
+    /// The root and its version, checked to be the root at that version.
+    fn read_root(&self) -> Result<(&Node<K, FANOUT>, Version), Restart> {
+        let root = self.root_node();
+        let version = root.lock.read_lock()?;
+        // If the root split before `version`, the new root was published before that split
+        // unlocked the old one, so this load sees it; if it splits after, `version` is stale.
+        if !ptr::eq(self.root.load(Ordering::Acquire), root) {
+            return Err(Restart);
+        }
+        Ok((root, version))
+    }
+
+    /// The leaf whose range holds `key`, and its version (lock coupling from the root).
+    fn find_leaf(&self, key: &K::Query) -> Result<(&Node<K, FANOUT>, Version), Restart> {
+        let (mut node, mut version) = self.read_root()?;
+        while !node.is_leaf {
+            let child = node.child(node.child_index(key)?).ok_or(Restart)?;
+            let child_version = child.lock.read_lock()?;
+            node.lock.validate(version)?;
+            (node, version) = (child, child_version);
+        }
+        Ok((node, version))
+    }
+
+    fn try_get(&self, key: &K::Query) -> Result<Option<&Entry<K>>, Restart> {
+        let (leaf, version) = self.find_leaf(key)?;
+        let (_, found) = leaf.search(leaf.count(), key)?;
+        // A matched entry is the key's only entry, immortal: no validation needed. A miss is
+        // only true of a consistent leaf.
+        if found.is_none() {
+            leaf.lock.validate(version)?;
+        }
+        Ok(found)
+    }
+
+    /// One insert attempt: the key's entry, or its leaf locked with room for it, or a split of a
+    /// full node on the way (after which the caller restarts).
+    fn find_or_lock(&self, key: &K::Query) -> Result<Step<'_, K, FANOUT>, Restart> {
+        let (mut node, mut version) = self.read_root()?;
+        let mut parent = None;
+        while !node.is_leaf {
+            if node.count() == FANOUT - 1 {
+                self.split(parent, node, version)?;
+                return Ok(Step::Split);
+            }
+            let child = node.child(node.child_index(key)?).ok_or(Restart)?;
+            let child_version = child.lock.read_lock()?;
+            node.lock.validate(version)?;
+            parent = Some((node, version));
+            (node, version) = (child, child_version);
+        }
+        let count = node.count();
+        let (pos, found) = node.search(count, key)?;
+        if let Some(entry) = found {
+            return Ok(Step::Found(entry));
+        }
+        if count == FANOUT {
+            self.split(parent, node, version)?;
+            return Ok(Step::Split);
+        }
+        // The upgrade succeeds only if the leaf is still at `version`: then `pos` and the miss
+        // hold, and the leaf still covers `key` (its range only shrinks by a split, which would
+        // have changed its version).
+        let guard = node.lock.try_upgrade(version)?;
+        Ok(Step::Vacant {
+            leaf: node,
+            pos,
+            guard,
+        })
+    }
+
+    /// Splits the full `node`, read at `version`, under `parent` (read at its version; `None`
+    /// when `node` is the root). Fails, changing no node's contents, if either changed since.
+    fn split(
+        &self,
+        parent: Option<(&Node<K, FANOUT>, Version)>,
+        node: &Node<K, FANOUT>,
+        version: Version,
+    ) -> Result<(), Restart> {
+        let parent = match parent {
+            Some((parent, parent_version)) => {
+                Some((parent, parent.lock.try_upgrade(parent_version)?))
+            }
+            None => None,
+        };
+        let node_guard = node.lock.try_upgrade(version)?;
+        // Both versions held, so `node` is full and `parent` is not (the descent checked both).
+        // Everything that can fail is done before the first store.
+        let mid = node.count() / 2;
+        let separator = node.entry_ptr(mid);
+        let parent = match parent {
+            Some((parent, parent_guard)) => {
+                let key = node.entry(mid).ok_or(Restart)?.query();
+                Some((parent, parent_guard, parent.child_index(key)?))
+            }
+            None => None,
+        };
+        let right = node.split_off(mid);
+        if let Some((parent, parent_guard, slot)) = parent {
+            parent.insert_child(slot, separator, right);
+            parent_guard.unlock();
+        } else {
+            // `node` was the root at `version` (`read_root`), and a root changes only when it
+            // splits, under its lock, which is held here: the root pointer still holds the
+            // pointer `node` was boxed as.
+            let old_root = self.root.load(Ordering::Acquire);
+            let root = Node::new(false);
+            root.keys[0].store(separator, Ordering::Release);
+            root.children[0].store(old_root, Ordering::Release);
+            root.children[1].store(right, Ordering::Release);
+            root.count.store(1, Ordering::Relaxed);
+            self.root
+                .store(Box::into_raw(Box::new(root)), Ordering::Release);
+            self.nodes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.nodes.fetch_add(1, Ordering::Relaxed);
+        node_guard.unlock();
+        Ok(())
+    }
+}
+
+impl<K: Key, const FANOUT: usize> Default for DeltaIndex<K, FANOUT> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Key, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaIndex")
+            .field("len", &self.len())
+            .field("fanout", &FANOUT)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Key, const FANOUT: usize> Drop for DeltaIndex<K, FANOUT> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self` excludes every other access; the root reaches every node once.
+        unsafe { Node::free_subtree(self.root.load(Ordering::Acquire)) };
+    }
+}
+
+/// An iterator over a [`DeltaIndex`] in key order, from [`DeltaIndex::iter`] or
+/// [`DeltaIndex::iter_from`]: yields each key with its cell, removed entries included.
+pub struct DeltaIter<'a, K: Key, const FANOUT: usize = 16> {
+    /// The validated entries of the current leaf not yet yielded, from `pos` on.
+    snapshot: [Option<&'a Entry<K>>; FANOUT],
+    pos: usize,
+    /// The leaf to read after the snapshot, as of the snapshot's version.
+    next_leaf: Option<&'a Node<K, FANOUT>>,
+}
+
+impl<'a, K: Key, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT> {
+    type Item = (&'a K, &'a RecordCell);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(entry) = self.snapshot.get_mut(self.pos).and_then(Option::take) {
+                self.pos += 1;
+                return Some((&entry.key, &entry.cell));
+            }
+            // Ranges of leaves only shrink, from the right, by splits, and a leaf's successor
+            // (as of the version that yielded it) starts where the leaf's range ended: every key
+            // that is or will be in `leaf` or the leaves after it is above every key yielded so
+            // far. A split of a leaf already read moves only keys already yielded (or inserted
+            // since) to a sibling this iterator skips; a split of `leaf` leaves its upper half in
+            // a sibling reached through `next`.
+            let leaf = self.next_leaf.take()?;
+            let mut backoff = Backoff::new();
+            self.next_leaf = loop {
+                let attempt = leaf
+                    .lock
+                    .read_lock()
+                    .and_then(|version| leaf.read_leaf(version, None, &mut self.snapshot));
+                match attempt {
+                    Ok(next) => break next,
+                    Err(Restart) => backoff.snooze(),
+                }
+            };
+            self.pos = 0;
+        }
+    }
+}
+
+impl<K: Key, const FANOUT: usize> fmt::Debug for DeltaIter<'_, K, FANOUT> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pending = self.snapshot.iter().flatten().count();
+        f.debug_struct("DeltaIter")
+            .field("pending_in_leaf", &pending)
+            .field("more_leaves", &self.next_leaf.is_some())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Checks the tree's structure in a quiescent state and returns its height.
+    fn check<K: Key, const FANOUT: usize>(index: &DeltaIndex<K, FANOUT>) -> usize {
+        let mut leaves = Vec::new();
+        let mut nodes = 0;
+        let height = check_node(index.root_node(), true, None, None, &mut leaves, &mut nodes);
+        assert_eq!(nodes, index.nodes.load(Ordering::Relaxed), "node count");
+        assert!(
+            ptr::eq(leaves[0], index.head_node()),
+            "head is the leftmost leaf"
+        );
+        for pair in leaves.windows(2) {
+            assert!(ptr::eq(pair[0].next_leaf().expect("linked"), pair[1]));
+        }
+        assert!(leaves.last().expect("a leaf").next_leaf().is_none());
+        let entries: usize = leaves.iter().map(|leaf| leaf.count()).sum();
+        assert_eq!(entries, index.len(), "len counts the entries");
+        height
+    }
+
+    /// Checks the subtree at `node` (keys in `[lo, hi)`), collecting its leaves in order;
+    /// returns its height.
+    fn check_node<'a, K: Key, const FANOUT: usize>(
+        node: &'a Node<K, FANOUT>,
+        is_root: bool,
+        lo: Option<&K>,
+        hi: Option<&K>,
+        leaves: &mut Vec<&'a Node<K, FANOUT>>,
+        nodes: &mut usize,
+    ) -> usize {
+        *nodes += 1;
+        let count = node.count();
+        let keys: Vec<&K> = (0..count)
+            .map(|i| &node.entry(i).expect("live slot").key)
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys ascend");
+        if let (Some(lo), Some(first)) = (lo, keys.first()) {
+            assert!(lo <= *first);
+        }
+        if let (Some(hi), Some(last)) = (hi, keys.last()) {
+            assert!(*last < hi);
+        }
+        if node.is_leaf {
+            assert!(count <= FANOUT);
+            assert!(is_root || count >= FANOUT / 2, "leaves stay half full");
+            leaves.push(node);
+            return 1;
+        }
+        assert!(count < FANOUT);
+        assert!(count >= 1 && (is_root || count >= (FANOUT - 2) / 2));
+        let mut height = None;
+        for i in 0..=count {
+            let child = node.child(i).expect("live child");
+            let first_leaf = leaves.len();
+            let lo = if i == 0 { lo } else { Some(keys[i - 1]) };
+            let hi = if i == count { hi } else { Some(keys[i]) };
+            let h = check_node(child, false, lo, hi, leaves, nodes);
+            assert_eq!(*height.get_or_insert(h), h, "leaves at one depth");
+            if i > 0 {
+                let smallest = leaves[first_leaf].entry_ptr(0);
+                assert_eq!(
+                    node.entry_ptr(i - 1),
+                    smallest,
+                    "a separator is the smallest entry of its right subtree"
+                );
+            }
+        }
+        height.expect("an inner node has children") + 1
+    }
+
+    /// A deterministic permutation-ish key stream (xorshift).
+    fn scrambled(n: u64) -> impl Iterator<Item = u64> {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        (0..n).map(move |_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % (n * 4)
+        })
+    }
+
+    fn fill_and_check<const FANOUT: usize>(keys: impl Iterator<Item = u64>) -> usize {
+        let index = DeltaIndex::<u64, FANOUT>::new();
+        let mut model = std::collections::BTreeMap::new();
+        for k in keys {
+            let (cell, inserted) = index.get_or_insert(k, k + 1);
+            assert_eq!(inserted, model.insert(k, ptr::from_ref(cell)).is_none());
+        }
+        let height = check(&index);
+        for (k, cell) in index.iter() {
+            assert!(ptr::eq(cell, model[k]));
+        }
+        assert!(index.iter().map(|(k, _)| *k).eq(model.keys().copied()));
+        height
+    }
+
+    #[test]
+    fn random_inserts_keep_the_structure() {
+        assert!(
+            fill_and_check::<16>(scrambled(1000)) >= 3,
+            "3 levels at 1000 keys"
+        );
+        assert!(fill_and_check::<4>(scrambled(1000)) >= 5);
+        assert!(fill_and_check::<5>(scrambled(300)) >= 3);
+    }
+
+    #[test]
+    fn sequential_inserts_keep_the_structure() {
+        assert!(fill_and_check::<16>(0..2000) >= 3);
+        assert!(fill_and_check::<16>((0..2000).rev()) >= 3);
+        assert!(fill_and_check::<4>(0..500) >= 4);
+        assert!(fill_and_check::<4>((0..500).rev()) >= 4);
+    }
+
+    #[test]
+    fn index_and_iterator_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<DeltaIndex<u64>>();
+        send_sync::<DeltaIndex<Vec<u8>, 4>>();
+        send_sync::<DeltaIter<'static, Vec<u8>>>();
+    }
+
+    #[test]
+    fn empty_index_is_one_leaf() {
+        let index = DeltaIndex::<Vec<u8>>::default();
+        assert_eq!(check(&index), 1);
+        assert!(index.is_empty());
+        assert!(index.get(b"".as_slice()).is_none());
+        assert!(index.iter().next().is_none());
+        assert!(index.iter_from(b"a".as_slice()).next().is_none());
+        assert_eq!(index.memory_bytes(), mem::size_of::<Node<Vec<u8>, 16>>());
+        assert!(format!("{index:?}").contains("len: 0"));
+    }
+
+    #[test]
+    fn byte_keys_keep_the_structure() {
+        let index = DeltaIndex::<Vec<u8>, 4>::new();
+        for k in scrambled(400) {
+            let key = k.to_string().into_bytes();
+            index.get_or_insert(key[..key.len() / 2].to_vec(), k);
+            index.get_or_insert(key, k);
+        }
+        assert!(check(&index) >= 4);
+        assert!(
+            index.get(b"".as_slice()).is_some(),
+            "the empty key is a key"
+        );
+    }
+}

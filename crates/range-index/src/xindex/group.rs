@@ -1,0 +1,292 @@
+//! A group (§2.3 `group_t`, §3.2 `get_position`): a sorted array of version-locked records
+//! indexed by 1..`m` linear models, a delta index `buf` for inserts of new keys, and the
+//! compaction state `buf_frozen` / `tmp_buf` (§3.2.1).
+//!
+//! The records are a structure of arrays shared through an [`Arc`] (keys contiguous for the
+//! search, cells beside them), so a later model split can clone the group node and share the
+//! records (§3.3, digest §3.9). Model `i` covers an even slice of the array, starting at the
+//! position stored with it; a lookup picks the model with the largest start key `<=` the key.
+//! A group whose every record was removed at compaction has no records and no models.
+//!
+//! # Lifetime of groups
+//!
+//! Groups are `Box`-allocated and published as raw pointers (root slots, `next` chains). A
+//! `&Group` is only ever obtained from a [`Root`](crate::xindex::root::Root) or another group
+//! that the caller reached while *protected*: online in the index's grace-period domain, or
+//! holding the restructure lock (the only code that frees groups, and only a grace period after
+//! unlinking them), or owning the index. That is the invariant the `unsafe` blocks below rely
+//! on; every such reference is borrowed from the protection, so it cannot outlive it.
+
+use std::mem::size_of;
+use std::ptr;
+use std::sync::Arc;
+
+use concurrency::RecordCell;
+use concurrency::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use learned_model::KeyModel;
+
+use crate::xindex::delta::DeltaIndex;
+use crate::xindex::key::IndexKey;
+
+/// A group's sorted records: the keys, and one cell per key.
+pub(crate) struct Records<K> {
+    keys: Box<[K]>,
+    cells: Box<[RecordCell]>,
+}
+
+impl<K> Records<K> {
+    /// Records from strictly increasing `keys` and their cells (same length).
+    pub(crate) fn new(keys: Vec<K>, cells: Vec<RecordCell>) -> Self {
+        assert_eq!(keys.len(), cells.len(), "one cell per key");
+        Self {
+            keys: keys.into_boxed_slice(),
+            cells: cells.into_boxed_slice(),
+        }
+    }
+}
+
+/// One group of XIndex-R.
+pub(crate) struct Group<K: IndexKey> {
+    pivot: K,
+    records: Arc<Records<K>>,
+    /// `(start, model)`: model `i` covers `keys[start_i..start_{i+1}]`.
+    models: Box<[(usize, K::Model)]>,
+    buf: Arc<DeltaIndex<K>>,
+    buf_frozen: AtomicBool,
+    /// Null, or `Arc::into_raw` of the delta index that buffers inserts during a compaction
+    /// (set once, after barrier B1); released when the group is dropped.
+    tmp_buf: AtomicPtr<DeltaIndex<K>>,
+    /// A group created by a split that the root does not index yet (§3.3), or null.
+    next: AtomicPtr<Group<K>>,
+}
+
+impl<K: IndexKey> Group<K> {
+    /// A group with pivot `pivot` over `records` (keys strictly increasing and `>= pivot`,
+    /// except in the first group), trained with up to `model_count` models.
+    pub(crate) fn new(
+        pivot: K,
+        records: Records<K>,
+        model_count: usize,
+        buf: Arc<DeltaIndex<K>>,
+        next: *mut Group<K>,
+    ) -> Self {
+        let models = train(&records.keys, model_count);
+        Self {
+            pivot,
+            records: Arc::new(records),
+            models,
+            buf,
+            buf_frozen: AtomicBool::new(false),
+            tmp_buf: AtomicPtr::new(ptr::null_mut()),
+            next: AtomicPtr::new(next),
+        }
+    }
+
+    /// The smallest key of the group's range (minus infinity for the first group).
+    pub(crate) fn pivot(&self) -> &K {
+        &self.pivot
+    }
+
+    /// The array's keys, strictly increasing.
+    pub(crate) fn keys(&self) -> &[K] {
+        &self.records.keys
+    }
+
+    /// The array's records, one per key.
+    pub(crate) fn cells(&self) -> &[RecordCell] {
+        &self.records.cells
+    }
+
+    /// The models and the position each starts at.
+    pub(crate) fn models(&self) -> &[(usize, K::Model)] {
+        &self.models
+    }
+
+    /// The slice `start..end` of the model responsible for `key`, and that model.
+    #[inline]
+    fn model_for(&self, key: &K::Query) -> Option<(usize, usize, &K::Model)> {
+        let keys = self.keys();
+        let mut chosen = 0;
+        for (i, (start, _)) in self.models.iter().enumerate().skip(1) {
+            if keys[*start].borrow() <= key {
+                chosen = i;
+            } else {
+                break;
+            }
+        }
+        let (start, model) = self.models.get(chosen)?;
+        let end = self.models.get(chosen + 1).map_or(keys.len(), |m| m.0);
+        Some((*start, end, model))
+    }
+
+    /// The first array position whose key is `>= key` (`keys().len()` if none).
+    #[inline]
+    pub(crate) fn lower_bound(&self, key: &K::Query) -> usize {
+        match self.model_for(key) {
+            Some((start, end, model)) => start + model.lower_bound(&self.keys()[start..end], key),
+            None => 0,
+        }
+    }
+
+    /// The array position of `key`, if the array holds it (`get_position`).
+    #[inline]
+    pub(crate) fn position(&self, key: &K::Query) -> Option<usize> {
+        let (start, end, model) = self.model_for(key)?;
+        let keys = self.keys();
+        let pos = start + model.lower_bound(&keys[start..end], key);
+        (pos < end && keys[pos].borrow() == key).then_some(pos)
+    }
+
+    /// The delta index of this group.
+    pub(crate) fn buf(&self) -> &DeltaIndex<K> {
+        &self.buf
+    }
+
+    /// Whether a compaction froze `buf` (no new key may enter it any more).
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.buf_frozen.load(Ordering::Acquire)
+    }
+
+    /// Freezes `buf` (compaction step 1).
+    pub(crate) fn freeze(&self) {
+        self.buf_frozen.store(true, Ordering::Release);
+    }
+
+    /// The temporary delta index of a running compaction, once published.
+    pub(crate) fn tmp_buf(&self) -> Option<&DeltaIndex<K>> {
+        let tmp = self.tmp_buf.load(Ordering::Acquire);
+        // SAFETY: a non-null `tmp_buf` comes from `Arc::into_raw` in `publish_tmp_buf`; that
+        // reference count is released only by `Drop for Group`, so the delta index outlives
+        // `&self`.
+        (!tmp.is_null()).then(|| unsafe { &*tmp })
+    }
+
+    /// Publishes `tmp` as this group's `tmp_buf` (compaction, after barrier B1). The group
+    /// keeps its own reference count on it.
+    pub(crate) fn publish_tmp_buf(&self, tmp: &Arc<DeltaIndex<K>>) {
+        debug_assert!(self.is_frozen(), "tmp_buf != null implies buf_frozen");
+        let raw = Arc::into_raw(Arc::clone(tmp)).cast_mut();
+        let previous = self.tmp_buf.swap(raw, Ordering::Release);
+        assert!(
+            previous.is_null(),
+            "a group is compacted at most once (one restructurer at a time)"
+        );
+    }
+
+    /// The next group of a split chain, if any.
+    pub(crate) fn next(&self) -> Option<&Group<K>> {
+        let next = self.next.load(Ordering::Acquire);
+        // SAFETY: `self` was reached under protection (module comment) and `next` was reachable
+        // from it at the time of the load, so it is freed only after a grace period that the
+        // protection spans.
+        (!next.is_null()).then(|| unsafe { &*next })
+    }
+
+    /// The raw `next` pointer, for the restructurer.
+    pub(crate) fn next_ptr(&self) -> *mut Group<K> {
+        self.next.load(Ordering::Acquire)
+    }
+
+    /// The link that holds the next group of the chain, for the restructurer.
+    pub(crate) fn next_link(&self) -> &AtomicPtr<Group<K>> {
+        &self.next
+    }
+
+    /// The mean over the group's models of their largest absolute error (0 with no model).
+    pub(crate) fn mean_error(&self) -> f64 {
+        if self.models.is_empty() {
+            return 0.0;
+        }
+        let total: u64 = self.models.iter().map(|(_, m)| m.bounds().max_abs()).sum();
+        total as f64 / self.models.len() as f64
+    }
+
+    /// An estimate of the bytes the group owns, without its delta indexes.
+    pub(crate) fn bytes(&self) -> usize {
+        let keys: usize = self.keys().iter().map(IndexKey::heap_bytes).sum();
+        size_of::<Self>()
+            + self.pivot.heap_bytes()
+            + keys
+            + self.keys().len() * (size_of::<K>() + size_of::<RecordCell>())
+            + self.models.len() * size_of::<(usize, K::Model)>()
+    }
+}
+
+impl<K: IndexKey> Drop for Group<K> {
+    fn drop(&mut self) {
+        let tmp = self.tmp_buf.load(Ordering::Acquire);
+        if !tmp.is_null() {
+            // SAFETY: `tmp` came from `Arc::into_raw` in `publish_tmp_buf`, and this is the only
+            // place that gives that reference count back.
+            drop(unsafe { Arc::from_raw(tmp) });
+        }
+    }
+}
+
+/// Up to `count` models over even slices of `keys` (none when `keys` is empty).
+fn train<K: IndexKey>(keys: &[K], count: usize) -> Box<[(usize, K::Model)]> {
+    let count = count.max(1).min(keys.len());
+    (0..count)
+        .map(|i| {
+            let start = i * keys.len() / count;
+            let end = (i + 1) * keys.len() / count;
+            let model = K::Model::fit(&keys[start..end])
+                .expect("a non-empty slice of strictly increasing keys fits");
+            (start, model)
+        })
+        .collect()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::xindex::record;
+
+    fn group(keys: Vec<u64>, models: usize) -> Group<u64> {
+        let cells = keys.iter().map(|&k| record::live(k)).collect();
+        Group::new(
+            0,
+            Records::new(keys, cells),
+            models,
+            Arc::new(DeltaIndex::new()),
+            ptr::null_mut(),
+        )
+    }
+
+    #[test]
+    fn position_and_lower_bound_agree_with_binary_search() {
+        let keys: Vec<u64> = (0..500u64).map(|i| i * i + 3).collect();
+        for models in 1..=4 {
+            let g = group(keys.clone(), models);
+            assert_eq!(g.models().len(), models);
+            for probe in 0..260_000u64 {
+                let expected = keys.partition_point(|&k| k < probe);
+                assert_eq!(g.lower_bound(&probe), expected, "{models} models, {probe}");
+                let found = keys.get(expected).is_some_and(|&k| k == probe);
+                assert_eq!(g.position(&probe), found.then_some(expected));
+            }
+        }
+    }
+
+    #[test]
+    fn empty_group_has_no_models_and_finds_nothing() {
+        let g = group(Vec::new(), 4);
+        assert!(g.models().is_empty());
+        assert_eq!(g.position(&7), None);
+        assert_eq!(g.lower_bound(&7), 0);
+        assert_eq!(g.mean_error(), 0.0);
+    }
+
+    #[test]
+    fn tmp_buf_is_published_once_and_released_with_the_group() {
+        let g = group(vec![1, 2, 3], 1);
+        assert!(g.tmp_buf().is_none() && !g.is_frozen());
+        g.freeze();
+        let tmp = Arc::new(DeltaIndex::new());
+        g.publish_tmp_buf(&tmp);
+        assert_eq!(Arc::strong_count(&tmp), 2);
+        assert!(g.tmp_buf().is_some());
+        drop(g);
+        assert_eq!(Arc::strong_count(&tmp), 1);
+    }
+}

@@ -1,0 +1,463 @@
+//! The index and its point operations (§3.2, Algorithm 2; digest §3.3–3.5): `get`, `put`
+//! (upsert) and `remove` over `data_array → buf → tmp_buf`.
+//!
+//! The lookup order is the same for every operation, and only the last location can take a new
+//! key: `buf` while it is not frozen, `tmp_buf` once a compaction published it. A removed array
+//! record is never revived (the put falls through to the delta index), and a frozen `buf` is
+//! update-only, so a key never has two live records (invariant I1, §3.2.4). A put that finds
+//! `buf` frozen and `tmp_buf` not yet published retries, announcing a quiescent point each
+//! time, so barrier B1 (which the publication waits for) is never blocked by it.
+//!
+//! Every operation runs online in the index's grace-period domain ([`Pinned`]); the
+//! restructurer ([`Restructurer`]) holds the restructure lock, is the only code that frees
+//! groups, and does not need to be online: nothing it reads can be freed under it.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::ptr;
+use std::sync::Arc;
+
+use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use concurrency::sync::{Mutex, MutexGuard};
+use concurrency::{Backoff, GracePeriod, OnlineGuard};
+
+use crate::xindex::background::Background;
+use crate::xindex::compaction::Phase;
+use crate::xindex::config::Config;
+use crate::xindex::delta::DeltaIndex;
+use crate::xindex::error::Error;
+use crate::xindex::group::{Group, Records};
+use crate::xindex::key::IndexKey;
+use crate::xindex::record;
+use crate::xindex::root::Root;
+use crate::xindex::scan::Range;
+use crate::{OrderedIndex, Stats};
+
+/// XIndex-R: a concurrent learned ordered index from keys (`u64` or `Vec<u8>`) to one 64-bit
+/// word (Wang et al., ACM TOS 2022).
+///
+/// Every method takes `&self` and may be called from any number of threads; the operations
+/// are those of the [`OrderedIndex`] trait. Background threads
+/// ([`Config::background_threads`]) compact the groups' delta indexes every
+/// [`Config::period`] without blocking foreground operations; they are stopped and joined when
+/// the index is dropped. Byte-string keys work the same way with `XIndex<Vec<u8>>`, queried by
+/// `&[u8]`.
+///
+/// ```
+/// use range_index::OrderedIndex;
+/// use range_index::xindex::{Config, XIndex};
+///
+/// let pairs: Vec<(u64, u64)> = (0..1_000u64).map(|i| (i * 10, i)).collect();
+/// let index = XIndex::bulk_load(&pairs, Config::default()).expect("sorted keys, valid config");
+/// assert_eq!(index.get(&420), Some(42));
+/// assert_eq!(index.get(&421), None);
+///
+/// assert_eq!(index.insert(421, 7), None); // a new key goes to the group's delta index
+/// assert_eq!(index.insert(420, 43), Some(42)); // an existing key is updated in place
+/// assert_eq!(index.remove(&0), Some(0));
+/// assert_eq!(index.len(), 1_000);
+///
+/// assert_eq!(index.scan(&415, 3), vec![(420, 43), (421, 7), (430, 43)]);
+/// let tail: Vec<u64> = index.range(9_975..).map(|(key, _)| key).collect();
+/// assert_eq!(tail, vec![9_980, 9_990]);
+///
+/// index.quiesce(); // merges every delta index into its group's array
+/// assert_eq!(index.stats().delta_keys, 0);
+/// assert_eq!(index.get(&421), Some(7));
+/// ```
+pub struct XIndex<K: IndexKey> {
+    // Declared first so it drops first: its threads hold `inner` and are joined before the
+    // last reference to `inner` (whose drop frees the groups) goes away.
+    _background: Background,
+    inner: Arc<Inner<K>>,
+}
+
+/// The state shared by the index handle and its background threads.
+pub(crate) struct Inner<K: IndexKey> {
+    root: AtomicPtr<Root<K>>,
+    grace: GracePeriod,
+    config: Config,
+    /// Live keys, as a wrapping two's-complement count: a remove may be counted before the
+    /// insert it removes.
+    len: AtomicU64,
+    compactions: AtomicU64,
+    /// Held by whoever restructures (compacts) groups; the only code that frees them.
+    restructure: Mutex<()>,
+}
+
+impl<K: IndexKey> XIndex<K> {
+    /// An empty index: one empty group.
+    pub fn new(config: Config) -> Result<Self, Error> {
+        config.validate()?;
+        let group = Group::new(
+            K::min_key(),
+            Records::new(Vec::new(), Vec::new()),
+            1,
+            Arc::new(DeltaIndex::new()),
+            ptr::null_mut(),
+        );
+        Self::start(vec![Box::new(group)], 0, config)
+    }
+
+    /// An index over `pairs`, which must be sorted by strictly increasing key.
+    ///
+    /// Keys are split into groups (integers: optimal piecewise-linear segments under
+    /// [`Config::error_bound`]; strings: greedy grouping, §3.4.2), at most
+    /// [`Config::max_group_size`] keys each, with one model per group.
+    pub fn bulk_load(pairs: &[(K, u64)], config: Config) -> Result<Self, Error> {
+        config.validate()?;
+        if let Some(i) = pairs.windows(2).position(|w| w[0].0 >= w[1].0) {
+            return Err(Error::NotStrictlyIncreasing { index: i + 1 });
+        }
+        if pairs.is_empty() {
+            return Self::new(config);
+        }
+        let keys: Vec<K> = pairs.iter().map(|(key, _)| key.clone()).collect();
+        let ranges = K::initial_groups(&keys, &config);
+        let mut keys = keys.into_iter();
+        let groups = ranges
+            .into_iter()
+            .map(|range| {
+                let group_keys: Vec<K> = keys.by_ref().take(range.len()).collect();
+                let cells = pairs[range].iter().map(|(_, v)| record::live(*v)).collect();
+                let pivot = group_keys[0].clone();
+                Box::new(Group::new(
+                    pivot,
+                    Records::new(group_keys, cells),
+                    1,
+                    Arc::new(DeltaIndex::new()),
+                    ptr::null_mut(),
+                ))
+            })
+            .collect();
+        Self::start(groups, pairs.len(), config)
+    }
+
+    fn start(groups: Vec<Box<Group<K>>>, len: usize, config: Config) -> Result<Self, Error> {
+        let root = Root::new(groups, &config);
+        let inner = Arc::new(Inner {
+            root: AtomicPtr::new(Box::into_raw(Box::new(root))),
+            grace: GracePeriod::new(),
+            config,
+            len: AtomicU64::new(len as u64),
+            compactions: AtomicU64::new(0),
+            restructure: Mutex::new(()),
+        });
+        let background = Background::start(&inner)?;
+        Ok(Self {
+            _background: background,
+            inner,
+        })
+    }
+
+    /// The configuration the index was built with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Compacts the group in root slot `slot` now, calling `hook` at each phase boundary
+    /// (for tests: run foreground operations inside every phase). Returns false if there is no
+    /// such slot. Runs whatever the delta's size, under the restructure lock.
+    ///
+    /// The hook runs on the compacting thread with the restructure lock held: it must not call
+    /// [`maintenance_step`](OrderedIndex::maintenance_step) or [`quiesce`](OrderedIndex::quiesce),
+    /// and must not wait for anything that needs the compaction to progress (at
+    /// [`Phase::Frozen`] a put of a new key waits for `tmp_buf`: run it on another thread).
+    #[doc(hidden)]
+    pub fn compact_slot_with(&self, slot: usize, mut hook: impl FnMut(Phase)) -> bool {
+        let restructurer = self.inner.restructurer();
+        let root = restructurer.root();
+        if slot >= root.slot_count() || root.group(slot).is_none() {
+            return false;
+        }
+        restructurer.compact(root.link(slot), &mut hook);
+        true
+    }
+
+    /// The number of root slots (for tests: the valid arguments of
+    /// [`compact_slot_with`](Self::compact_slot_with)).
+    #[doc(hidden)]
+    pub fn slot_count(&self) -> usize {
+        self.inner.pin().root().slot_count()
+    }
+
+    /// Checks the structural invariants of digest §8 and panics with a description of the
+    /// first violation (for tests). Call it while no other thread uses the index: it takes the
+    /// restructure lock, but foreground operations running meanwhile could make its
+    /// cross-record checks fail spuriously.
+    ///
+    /// Checks: pivots strictly increasing and equal to the groups'; array keys strictly
+    /// increasing, inside their group's range, and found by the models at their position;
+    /// delta keys ascending and inside the group's range; no record locked or left a pointer;
+    /// no group frozen or with a `tmp_buf`; at most one live record per key; the live count
+    /// equals [`len`](OrderedIndex::len).
+    #[doc(hidden)]
+    pub fn validate(&self) {
+        self.inner.restructurer().validate();
+    }
+}
+
+impl<K: IndexKey> fmt::Debug for XIndex<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XIndex")
+            .field("len", &self.len())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
+    type Range<'a> = Range<'a, K>;
+
+    fn get(&self, key: &K::Query) -> Option<u64> {
+        let pinned = self.inner.pin();
+        lookup(pinned.root().locate(key), key)
+    }
+
+    fn insert(&self, key: K, value: u64) -> Option<u64> {
+        let mut pinned = self.inner.pin();
+        let mut backoff = Backoff::new();
+        let old = loop {
+            if let Put::Done(old) = put(pinned.root().locate(key.borrow()), &key, value) {
+                break old;
+            }
+            // `buf` is frozen and `tmp_buf` not yet published: let barrier B1 pass.
+            pinned.quiescent();
+            backoff.snooze();
+        };
+        if old.is_none() {
+            self.inner.len.fetch_add(1, Ordering::Relaxed);
+        }
+        old
+    }
+
+    fn remove(&self, key: &K::Query) -> Option<u64> {
+        let pinned = self.inner.pin();
+        let old = remove(pinned.root().locate(key), key);
+        if old.is_some() {
+            self.inner.len.fetch_sub(1, Ordering::Relaxed);
+        }
+        old
+    }
+
+    fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, u64)> {
+        self.inner.scan(Bound::Included(start), Bound::Unbounded, n)
+    }
+
+    /// The live pairs in `range`, ascending, fetched in chunks (see [`Range`]).
+    fn range<R: RangeBounds<K::Query>>(&self, range: R) -> Range<'_, K> {
+        Range::new(&self.inner, range)
+    }
+
+    fn len(&self) -> usize {
+        // A transiently negative count (a remove counted before its insert) reads as 0.
+        (self.inner.len.load(Ordering::Relaxed) as i64).max(0) as usize
+    }
+
+    fn stats(&self) -> Stats {
+        let mut stats = self.inner.pin().stats();
+        stats.keys = self.len();
+        stats.compactions = self.inner.compactions.load(Ordering::Relaxed);
+        stats
+    }
+
+    fn maintenance_step(&self) -> bool {
+        self.inner
+            .maintenance_pass(self.inner.config.compaction_threshold)
+    }
+
+    fn quiesce(&self) {
+        while self.inner.maintenance_pass(0) {}
+    }
+}
+
+/// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
+#[inline]
+pub(crate) fn lookup<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
+    if let Some(pos) = group.position(key)
+        && let Some(value) = record::read(&group.cells()[pos])
+    {
+        return Some(value);
+    }
+    if let Some(cell) = group.buf().get(key)
+        && let Some(value) = record::read(cell)
+    {
+        return Some(value);
+    }
+    group.tmp_buf()?.get(key).and_then(record::read)
+}
+
+/// The outcome of one attempt of a put.
+enum Put {
+    /// The put took effect; the key's previous value, if it was live.
+    Done(Option<u64>),
+    /// `buf` is frozen and `tmp_buf` not yet published.
+    Retry,
+}
+
+/// One attempt of `put(key, value)` on `group` (Algorithm 2).
+#[inline]
+fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Put {
+    let query = key.borrow();
+    if let Some(pos) = group.position(query)
+        && let Some(old) = record::update(&group.cells()[pos], value)
+    {
+        return Put::Done(Some(old));
+    }
+    if !group.is_frozen() {
+        return Put::Done(upsert(group.buf(), key, value));
+    }
+    // Frozen: update only; a removed entry is not revived (a live copy may follow).
+    if let Some(cell) = group.buf().get(query)
+        && let Some(old) = record::update(cell, value)
+    {
+        return Put::Done(Some(old));
+    }
+    match group.tmp_buf() {
+        Some(tmp) => Put::Done(upsert(tmp, key, value)),
+        None => Put::Retry,
+    }
+}
+
+/// Inserts or updates `key` in the insertable delta index `delta`, reviving a removed entry.
+fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: &K, value: u64) -> Option<u64> {
+    let (cell, inserted) = delta.get_or_insert(key.clone(), value);
+    if inserted {
+        None
+    } else {
+        record::upsert(cell, value)
+    }
+}
+
+/// Removes `key` from `group`, looking in the same order as [`lookup`]; never inserts.
+fn remove<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
+    if let Some(pos) = group.position(key)
+        && let Some(old) = record::remove(&group.cells()[pos])
+    {
+        return Some(old);
+    }
+    if let Some(cell) = group.buf().get(key)
+        && let Some(old) = record::remove(cell)
+    {
+        return Some(old);
+    }
+    group.tmp_buf()?.get(key).and_then(record::remove)
+}
+
+impl<K: IndexKey> Inner<K> {
+    /// Marks the calling thread online for a foreground operation.
+    pub(crate) fn pin(&self) -> Pinned<'_, K> {
+        Pinned {
+            inner: self,
+            guard: self.grace.enter(),
+        }
+    }
+
+    /// Takes the restructure lock.
+    pub(crate) fn restructurer(&self) -> Restructurer<'_, K> {
+        Restructurer {
+            inner: self,
+            _lock: self.restructure.lock(),
+        }
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counts one finished compaction.
+    pub(crate) fn count_compaction(&self) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The live-key counter, as a signed number.
+    pub(crate) fn live_count(&self) -> i64 {
+        self.len.load(Ordering::Relaxed) as i64
+    }
+}
+
+impl<K: IndexKey> Drop for Inner<K> {
+    fn drop(&mut self) {
+        let root = self.root.load(Ordering::Acquire);
+        // SAFETY: the index is being dropped, so this is the only reference to it, and no
+        // background thread runs any more (they hold an `Arc` to it); `root` came from
+        // `Box::into_raw` and is freed only here.
+        let root = unsafe { Box::from_raw(root) };
+        let mut groups = HashSet::new();
+        for slot in 0..root.slot_count() {
+            let mut group = root.link(slot).load(Ordering::Acquire);
+            while !group.is_null() && groups.insert(group) {
+                // SAFETY: exclusive access; every reachable group is allocated until freed
+                // below, once (deduplicated by `groups`).
+                group = unsafe { &*group }.next_ptr();
+            }
+        }
+        for group in groups {
+            // SAFETY: `group` came from `Box::into_raw`, is reachable (so not freed by a
+            // compaction) and appears once in the set.
+            drop(unsafe { Box::from_raw(group) });
+        }
+    }
+}
+
+/// A foreground operation's protection: online in the index's grace-period domain, so no
+/// root or group it reaches is freed until it goes offline or passes a quiescent point.
+pub(crate) struct Pinned<'i, K: IndexKey> {
+    inner: &'i Inner<K>,
+    guard: OnlineGuard<'static>,
+}
+
+impl<K: IndexKey> Pinned<'_, K> {
+    /// The current root; it and everything reached from it live as long as the borrow.
+    pub(crate) fn root(&self) -> &Root<K> {
+        let root = self.inner.root.load(Ordering::Acquire);
+        // SAFETY: roots are freed only a grace period after being replaced, and this thread is
+        // online for the lifetime of `&self` (a quiescent point needs `&mut self`).
+        unsafe { &*root }
+    }
+
+    /// Announces a quiescent point; needs `&mut self`, so no reference obtained through
+    /// [`root`](Self::root) survives it.
+    pub(crate) fn quiescent(&mut self) {
+        self.guard.quiescent();
+    }
+}
+
+/// The restructurer's protection: the restructure lock, held by the only code that frees
+/// groups and roots.
+pub(crate) struct Restructurer<'i, K: IndexKey> {
+    inner: &'i Inner<K>,
+    _lock: MutexGuard<'i, ()>,
+}
+
+impl<'i, K: IndexKey> Restructurer<'i, K> {
+    /// The index.
+    pub(crate) fn inner(&self) -> &'i Inner<K> {
+        self.inner
+    }
+
+    /// The current root; nothing reachable from it is freed while the lock is held, except
+    /// by this restructurer.
+    pub(crate) fn root(&self) -> &Root<K> {
+        let root = self.inner.root.load(Ordering::Acquire);
+        // SAFETY: roots are freed only by a restructurer, and this one holds the lock.
+        unsafe { &*root }
+    }
+
+    /// The group held by `link` (a root slot or a group's `next`), unless it is NULL.
+    pub(crate) fn group_at<'a>(&'a self, link: &'a AtomicPtr<Group<K>>) -> Option<&'a Group<K>> {
+        let group = link.load(Ordering::Acquire);
+        // SAFETY: `link` belongs to the structure this restructurer reached, and groups are
+        // freed only by a restructurer, which this one excludes; it frees a group it unlinked
+        // itself only after its last use of it.
+        (!group.is_null()).then(|| unsafe { &*group })
+    }
+
+    /// Waits for a grace period: every operation online now has finished or passed a
+    /// quiescent point when it returns.
+    pub(crate) fn synchronize(&self) {
+        self.inner.grace.synchronize();
+    }
+}

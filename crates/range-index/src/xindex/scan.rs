@@ -1,0 +1,203 @@
+//! Range scans (§3.2, "scan"; digest §3.6): a k-way merge, per group, of the array (from the
+//! start key's lower bound), `buf` and `tmp_buf`, taking for each key the first live value in
+//! the lookup order `data_array → buf → tmp_buf`; then the next group of the `next` chain or,
+//! at a chain's end, of the following root slots (NULL slots skipped, and a group reached both
+//! through a chain and through a slot visited once, by pivot).
+//!
+//! Scans read each record consistently but are not snapshots: a pair is returned if its
+//! record was live when the scan read it.
+
+use std::borrow::Borrow;
+use std::ops::{Bound, RangeBounds};
+
+use concurrency::RecordCell;
+
+use crate::xindex::group::Group;
+use crate::xindex::index::Inner;
+use crate::xindex::key::IndexKey;
+use crate::xindex::record;
+
+/// How many pairs a [`Range`] fetches per online section.
+const RANGE_CHUNK: usize = 128;
+
+impl<K: IndexKey> Inner<K> {
+    /// Up to `n` live pairs with keys within `(start, end)`, ascending, in one online
+    /// section.
+    pub(crate) fn scan(
+        &self,
+        start: Bound<&K::Query>,
+        end: Bound<&K::Query>,
+        n: usize,
+    ) -> Vec<(K, u64)> {
+        let mut out = Vec::new();
+        if n == 0 {
+            return out;
+        }
+        let pinned = self.pin();
+        let root = pinned.root();
+        let (mut slot, mut group) = match start {
+            Bound::Included(key) | Bound::Excluded(key) => root.locate_with_slot(key),
+            Bound::Unbounded => (0, root.group(0).expect("slot 0 always holds a group")),
+        };
+        let mut from = start;
+        loop {
+            if scan_group(group, from, end, n, &mut out) {
+                return out;
+            }
+            from = Bound::Unbounded;
+            let pivot = group.pivot();
+            group = loop {
+                let candidate = match group.next() {
+                    Some(next) => next,
+                    None => {
+                        let Some((index, next)) =
+                            (slot + 1..root.slot_count()).find_map(|i| Some((i, root.group(i)?)))
+                        else {
+                            return out;
+                        };
+                        slot = index;
+                        next
+                    }
+                };
+                if candidate.pivot() > pivot {
+                    break candidate;
+                }
+                // Already visited through a `next` chain.
+                group = candidate;
+            };
+        }
+    }
+}
+
+/// Appends to `out` the live pairs of `group` within `(start, end)` until `out` holds `limit`
+/// pairs; true if the scan is complete (limit reached or a key past `end` seen).
+fn scan_group<K: IndexKey>(
+    group: &Group<K>,
+    start: Bound<&K::Query>,
+    end: Bound<&K::Query>,
+    limit: usize,
+    out: &mut Vec<(K, u64)>,
+) -> bool {
+    let (keys, cells) = (group.keys(), group.cells());
+    // Every key is >= the smallest key, so an unbounded start is a start from it.
+    let min_key = K::min_key();
+    let from = match start {
+        Bound::Included(key) | Bound::Excluded(key) => key,
+        Bound::Unbounded => min_key.borrow(),
+    };
+    let mut next = group.lower_bound(from);
+    let mut buf = group.buf().iter_from(from).peekable();
+    let mut tmp = group.tmp_buf().map(|t| t.iter_from(from).peekable());
+    loop {
+        let in_array = keys.get(next);
+        let in_buf = buf.peek().map(|&(key, _)| key);
+        let in_tmp = tmp.as_mut().and_then(|t| t.peek().map(|&(key, _)| key));
+        let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().min() else {
+            return false;
+        };
+        if past_end(key.borrow(), end) {
+            return true;
+        }
+        let mut value = None;
+        let mut take = |cell: &RecordCell| {
+            if value.is_none() {
+                value = record::read(cell);
+            }
+        };
+        if in_array == Some(key) {
+            take(&cells[next]);
+            next += 1;
+        }
+        if in_buf == Some(key) {
+            take(buf.next().expect("peeked").1);
+        }
+        if in_tmp == Some(key) {
+            take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
+        }
+        if matches!(start, Bound::Excluded(s) if s == key.borrow()) {
+            continue;
+        }
+        if let Some(value) = value {
+            debug_assert!(
+                out.last().is_none_or(|(last, _)| last < key),
+                "groups hold disjoint, ascending key ranges"
+            );
+            out.push((key.clone(), value));
+            if out.len() >= limit {
+                return true;
+            }
+        }
+    }
+}
+
+/// Whether `key` lies beyond the end bound.
+fn past_end<Q: ?Sized + Ord>(key: &Q, end: Bound<&Q>) -> bool {
+    match end {
+        Bound::Included(last) => key > last,
+        Bound::Excluded(last) => key >= last,
+        Bound::Unbounded => false,
+    }
+}
+
+/// An iterator over the live pairs of a key range, ascending
+/// ([`OrderedIndex::range`](crate::OrderedIndex::range) of [`XIndex`](crate::xindex::XIndex)).
+///
+/// It fetches 128 pairs at a time, each chunk in one short online section, so a
+/// long iteration never holds back the index's background work. Like a scan it is not a
+/// snapshot: each pair was live when its chunk was read, keys strictly ascend across chunks,
+/// and writes made between chunks are seen or not depending on their keys' position.
+pub struct Range<'a, K: IndexKey> {
+    inner: &'a Inner<K>,
+    next: Bound<K>,
+    end: Bound<K>,
+    chunk: std::vec::IntoIter<(K, u64)>,
+    exhausted: bool,
+}
+
+impl<'a, K: IndexKey> Range<'a, K> {
+    pub(crate) fn new<R: RangeBounds<K::Query>>(inner: &'a Inner<K>, range: R) -> Self {
+        let owned = |bound: Bound<&K::Query>| bound.map(K::from_query);
+        Self {
+            inner,
+            next: owned(range.start_bound()),
+            end: owned(range.end_bound()),
+            chunk: Vec::new().into_iter(),
+            exhausted: false,
+        }
+    }
+}
+
+impl<K: IndexKey> Iterator for Range<'_, K> {
+    type Item = (K, u64);
+
+    fn next(&mut self) -> Option<(K, u64)> {
+        loop {
+            if let Some(pair) = self.chunk.next() {
+                return Some(pair);
+            }
+            if self.exhausted {
+                return None;
+            }
+            let batch = self.inner.scan(
+                self.next.as_ref().map(Borrow::borrow),
+                self.end.as_ref().map(Borrow::borrow),
+                RANGE_CHUNK,
+            );
+            self.exhausted = batch.len() < RANGE_CHUNK;
+            if let Some((last, _)) = batch.last() {
+                self.next = Bound::Excluded(last.clone());
+            }
+            self.chunk = batch.into_iter();
+        }
+    }
+}
+
+impl<K: IndexKey> std::fmt::Debug for Range<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Range")
+            .field("next", &self.next)
+            .field("end", &self.end)
+            .field("exhausted", &self.exhausted)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,111 @@
+//! Structural invariant checks (digest §8, "Invariant checks"), run by
+//! [`XIndex::validate`](crate::xindex::XIndex::validate) while the index is quiet.
+
+use std::collections::BTreeMap;
+
+use concurrency::RecordCell;
+
+use crate::xindex::group::Group;
+use crate::xindex::index::Restructurer;
+use crate::xindex::key::IndexKey;
+use crate::xindex::record;
+
+impl<K: IndexKey> Restructurer<'_, K> {
+    /// Panics with a description of the first broken invariant.
+    pub(crate) fn validate(&self) {
+        let root = self.root();
+        let pivots = root.pivots();
+        assert!(
+            pivots.windows(2).all(|w| w[0] < w[1]),
+            "root pivots are strictly increasing"
+        );
+        assert!(root.group(0).is_some(), "slot 0 holds a group");
+        for (slot, pivot) in pivots.iter().enumerate() {
+            if let Some(group) = root.group(slot) {
+                assert_eq!(
+                    group.pivot(),
+                    pivot,
+                    "slot {slot}'s group has the slot's pivot"
+                );
+            }
+        }
+        let groups: Vec<&Group<K>> = root.groups().collect();
+        let mut live = 0_i64;
+        for (index, group) in groups.iter().enumerate() {
+            let lower = (index > 0).then(|| group.pivot());
+            let upper = groups.get(index + 1).map(|g| g.pivot());
+            let in_range =
+                |key: &K| lower.is_none_or(|l| key >= l) && upper.is_none_or(|u| key < u);
+            live += self.validate_group(group, &in_range);
+        }
+        assert_eq!(
+            live,
+            self.inner().live_count(),
+            "the live-key counter equals the number of live records"
+        );
+    }
+
+    /// Checks one group; returns its number of live keys.
+    fn validate_group(&self, group: &Group<K>, in_range: &dyn Fn(&K) -> bool) -> i64 {
+        let pivot = group.pivot();
+        assert!(
+            !group.is_frozen() && group.tmp_buf().is_none(),
+            "group {pivot:?}: no compaction is in progress"
+        );
+        let keys = group.keys();
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "group {pivot:?}: array keys are strictly increasing"
+        );
+        let models = group.models();
+        let max_models = self.inner().config().max_models;
+        if keys.is_empty() {
+            assert!(models.is_empty(), "group {pivot:?}: no records, no models");
+        } else {
+            assert!(
+                (1..=max_models).contains(&models.len()),
+                "group {pivot:?}: 1..=m models"
+            );
+            assert_eq!(models[0].0, 0, "group {pivot:?}: model 0 starts the array");
+            assert!(
+                models.windows(2).all(|w| w[0].0 < w[1].0)
+                    && models.last().expect("non-empty: checked above").0 < keys.len(),
+                "group {pivot:?}: model slices are non-empty and ordered"
+            );
+        }
+        // Every key and its liveness, array first: at most one live record per key (I1).
+        let mut liveness: BTreeMap<&K, usize> = BTreeMap::new();
+        for (pos, (key, cell)) in keys.iter().zip(group.cells()).enumerate() {
+            assert!(in_range(key), "group {pivot:?}: array key {key:?} in range");
+            assert_eq!(
+                group.position(key.borrow()),
+                Some(pos),
+                "group {pivot:?}: the models find {key:?}"
+            );
+            check_cell(cell, key);
+            *liveness.entry(key).or_default() += usize::from(record::read(cell).is_some());
+        }
+        let mut previous: Option<&K> = None;
+        for (key, cell) in group.buf().iter() {
+            assert!(in_range(key), "group {pivot:?}: delta key {key:?} in range");
+            assert!(
+                previous.is_none_or(|p| p < key),
+                "group {pivot:?}: delta keys ascend strictly"
+            );
+            previous = Some(key);
+            check_cell(cell, key);
+            *liveness.entry(key).or_default() += usize::from(record::read(cell).is_some());
+        }
+        if let Some((key, _)) = liveness.iter().find(|(_, count)| **count > 1) {
+            panic!("group {pivot:?}: key {key:?} has more than one live record");
+        }
+        liveness.values().sum::<usize>() as i64
+    }
+}
+
+/// A quiet record: not locked and not a pointer.
+fn check_cell<K: IndexKey>(cell: &RecordCell, key: &K) {
+    let meta = cell.record_lock().load();
+    assert!(!meta.is_locked(), "record {key:?} is not left locked");
+    assert!(!meta.is_ptr(), "record {key:?} is not left a pointer");
+}

@@ -1,0 +1,244 @@
+//! Loom models of XIndex-R's two-phase compaction against foreground operations (digest §4.7
+//! cases 1–6), on the real index: one group holding keys 10 → 1 and 20 → 2, compacted on the
+//! main thread through the test hook while a worker thread runs an operation. Everything the
+//! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
+//! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
+//! the worker's operation with the compaction's steps is explored up to the preemption bound.
+//!
+//! Cases that need two concurrent operations besides the compaction (3, 4 and 5) run the
+//! second one on the compacting thread, inside the hook, at each phase boundary in turn (one
+//! model per phase): it then overlaps the worker's operation anywhere, and falls between two
+//! steps of the compaction. A third loom thread would be more general but does not finish:
+//! every spin of the barriers' wait loops is a scheduling choice among the other threads, and
+//! with three threads the exploration exceeded 15 minutes per model.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p range-index
+//! --test loom_xindex`.
+#![cfg(loom)]
+
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+use concurrency::sync::atomic::{AtomicBool, Ordering};
+use concurrency::sync::{Arc, thread};
+use range_index::OrderedIndex;
+use range_index::xindex::{Config, Phase, XIndex};
+
+/// Every phase boundary of a compaction, in order.
+const PHASES: [Phase; 6] = [
+    Phase::Frozen,
+    Phase::AfterB1,
+    Phase::Swapped,
+    Phase::AfterB2,
+    Phase::MidCopy,
+    Phase::AfterB3,
+];
+
+/// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
+/// prints the executions explored and the time taken (visible with `--nocapture`).
+fn model(name: &str, f: impl Fn() + Send + Sync + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
+    // A std atomic on purpose: it counts executions and is no part of the model.
+    let executions = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&executions);
+    let started = Instant::now();
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "{name}: {} executions explored in {:.1} s",
+        executions.load(std::sync::atomic::Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Keys 10 → 1 and 20 → 2 in one group; no background thread.
+fn tiny_index() -> Arc<XIndex<u64>> {
+    let config = Config {
+        background_threads: 0,
+        ..Config::default()
+    };
+    Arc::new(XIndex::bulk_load(&[(10, 1), (20, 2)], config).expect("sorted pairs"))
+}
+
+/// Runs `op` on a new thread with the index.
+fn spawn<T: Send + 'static>(
+    index: &Arc<XIndex<u64>>,
+    op: impl FnOnce(&XIndex<u64>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let index = Arc::clone(index);
+    thread::spawn(move || op(&index))
+}
+
+/// Compacts the only group on this thread, running `op` at phase `at`; returns its result.
+fn compact_running<T>(index: &XIndex<u64>, at: Phase, op: impl Fn(&XIndex<u64>) -> T) -> T {
+    let mut result = None;
+    assert!(index.compact_slot_with(0, |phase| {
+        if phase == at {
+            result = Some(op(index));
+        }
+    }));
+    result.expect("every phase is reached")
+}
+
+/// After the operations: one more compaction merges everything, then the invariants hold
+/// (among them: at most one live record per key, the live count matches `len`).
+fn settle(index: &XIndex<u64>) {
+    assert!(index.compact_slot_with(0, |_| {}));
+    index.validate();
+}
+
+#[test]
+fn case1_put_of_a_new_key_during_compaction() {
+    model("case1", || {
+        let index = tiny_index();
+        let put = spawn(&index, |index| index.insert(15, 3));
+        assert!(index.compact_slot_with(0, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), None);
+        assert_eq!(index.get(&15), Some(3));
+        assert_eq!(index.len(), 3);
+        settle(&index);
+        assert_eq!(index.scan(&0, 10), vec![(10, 1), (15, 3), (20, 2)]);
+    });
+}
+
+#[test]
+fn case2_update_of_an_existing_key_is_not_lost() {
+    model("case2", || {
+        let index = tiny_index();
+        let put = spawn(&index, |index| index.insert(10, 11));
+        assert!(index.compact_slot_with(0, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), Some(1));
+        assert_eq!(
+            index.get(&10),
+            Some(11),
+            "the update survived the copy phase"
+        );
+        settle(&index);
+    });
+}
+
+/// The outcome of two concurrent operations `a` and `b` on one key and the key's final value
+/// must be one of the two serial orders.
+fn assert_one_order<T: PartialEq + std::fmt::Debug>(
+    observed: (T, T, Option<u64>),
+    a_then_b: (T, T, Option<u64>),
+    b_then_a: (T, T, Option<u64>),
+) {
+    assert!(
+        observed == a_then_b || observed == b_then_a,
+        "not linearizable: observed {observed:?}, expected {a_then_b:?} or {b_then_a:?}"
+    );
+}
+
+#[test]
+fn case3_two_puts_of_one_key_during_compaction() {
+    for key in [10, 15] {
+        let old = (key == 10).then_some(1);
+        for at in PHASES {
+            // A put of the new key 15 on the compacting thread at `Frozen` would wait for
+            // `tmp_buf` forever (only a worker may wait there).
+            if key == 15 && at == Phase::Frozen {
+                continue;
+            }
+            model(&format!("case3 key {key} at {at:?}"), move || {
+                let index = tiny_index();
+                let worker = spawn(&index, move |index| index.insert(key, 11));
+                let main = compact_running(&index, at, |index| index.insert(key, 12));
+                let worker = worker.join().expect("the put finishes");
+                assert_one_order(
+                    (worker, main, index.get(&key)),
+                    (old, Some(11), Some(12)),
+                    (Some(12), old, Some(11)),
+                );
+                settle(&index);
+            });
+        }
+    }
+}
+
+#[test]
+fn case4_remove_and_put_during_compaction_are_linearizable() {
+    for at in PHASES {
+        // A put after the remove lands in a delta index: at `Frozen` it would wait for
+        // `tmp_buf` on the compacting thread, so that order is covered by the second model
+        // (put on the worker, which may wait there) only.
+        if at != Phase::Frozen {
+            model(&format!("case4 remove ‖ put at {at:?}"), move || {
+                let index = tiny_index();
+                let remove = spawn(&index, |index| index.remove(&10));
+                let put = compact_running(&index, at, |index| index.insert(10, 12));
+                let remove = remove.join().expect("the remove finishes");
+                assert_one_order(
+                    (remove, put, index.get(&10)),
+                    (Some(1), None, Some(12)),
+                    (Some(12), Some(1), None),
+                );
+                settle(&index);
+            });
+        }
+        model(&format!("case4 put ‖ remove at {at:?}"), move || {
+            let index = tiny_index();
+            let put = spawn(&index, |index| index.insert(10, 12));
+            let remove = compact_running(&index, at, |index| index.remove(&10));
+            let put = put.join().expect("the put finishes");
+            assert_one_order(
+                (put, remove, index.get(&10)),
+                (Some(1), Some(12), None),
+                (None, Some(1), Some(12)),
+            );
+            settle(&index);
+        });
+    }
+}
+
+#[test]
+fn case5_get_during_put_and_copy_phase_sees_old_or_new() {
+    for at in PHASES {
+        model(&format!("case5 put ‖ get at {at:?}"), move || {
+            let index = tiny_index();
+            let put = spawn(&index, |index| index.insert(20, 22));
+            let seen = compact_running(&index, at, |index| index.get(&20));
+            assert!(seen == Some(2) || seen == Some(22), "get saw {seen:?}");
+            assert_eq!(put.join().expect("the put finishes"), Some(2));
+            assert_eq!(index.get(&20), Some(22));
+        });
+        model(&format!("case5 get ‖ put at {at:?}"), move || {
+            let index = tiny_index();
+            let get = spawn(&index, |index| index.get(&20));
+            let put = compact_running(&index, at, |index| index.insert(20, 22));
+            assert_eq!(put, Some(2));
+            let seen = get.join().expect("the get finishes");
+            assert!(seen == Some(2) || seen == Some(22), "get saw {seen:?}");
+            assert_eq!(index.get(&20), Some(22));
+        });
+    }
+}
+
+#[test]
+fn case6_put_retrying_on_a_frozen_buffer_does_not_deadlock_with_the_barrier() {
+    model("case6", || {
+        let index = tiny_index();
+        let frozen = Arc::new(AtomicBool::new(false));
+        let put = {
+            let frozen = Arc::clone(&frozen);
+            spawn(&index, move |index| {
+                while !frozen.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                // `buf` is frozen: this put of a new key retries until `tmp_buf` appears,
+                // which happens only after barrier B1, which must not wait for it forever.
+                index.insert(15, 3)
+            })
+        };
+        assert!(index.compact_slot_with(0, |phase| {
+            if phase == Phase::Frozen {
+                frozen.store(true, Ordering::Release);
+            }
+        }));
+        assert_eq!(put.join().expect("the put finishes"), None);
+        assert_eq!(index.get(&15), Some(3));
+    });
+}

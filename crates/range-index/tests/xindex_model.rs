@@ -1,0 +1,388 @@
+//! Model-based property tests of XIndex-R against `BTreeMap` (DESIGN "Testing layers" 2;
+//! digest §8): random operation sequences on `u64` and byte-string keys under extreme
+//! configurations, with forced maintenance passes between operations and compactions stepped
+//! phase by phase with foreground operations inside every phase; the structural invariants are
+//! checked after every maintenance step and at the end.
+#![cfg(not(loom))]
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::ops::Bound;
+use std::thread;
+
+use proptest::prelude::*;
+use range_index::OrderedIndex;
+use range_index::xindex::{Config, IndexKey, Phase, XIndex};
+
+/// One foreground or maintenance operation.
+#[derive(Debug, Clone)]
+enum Op<K> {
+    Get(K),
+    Insert(K, u64),
+    Remove(K),
+    Scan(K, usize),
+    Range(Bound<K>, Bound<K>),
+    Len,
+    Maintain,
+    Quiesce,
+    /// Compact root slot `slot` (modulo the slot count), running `batches[phase]` at each
+    /// phase boundary.
+    Compact {
+        slot: usize,
+        batches: Vec<Vec<Op<K>>>,
+    },
+}
+
+const PHASES: [Phase; 6] = [
+    Phase::Frozen,
+    Phase::AfterB1,
+    Phase::Swapped,
+    Phase::AfterB2,
+    Phase::MidCopy,
+    Phase::AfterB3,
+];
+
+/// A key type under test: how to borrow it as a query.
+trait TestKey: IndexKey + Debug {
+    fn query(&self) -> &Self::Query;
+}
+
+impl TestKey for u64 {
+    fn query(&self) -> &u64 {
+        self
+    }
+}
+
+impl TestKey for Vec<u8> {
+    fn query(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Runs `op` on `index` and `model`, checking that both answer alike.
+fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>) {
+    match op {
+        Op::Get(key) => assert_eq!(
+            index.get(key.query()),
+            model.get::<K>(key).copied(),
+            "get {key:?}"
+        ),
+        Op::Insert(key, value) => assert_eq!(
+            index.insert(key.clone(), *value),
+            model.insert(key.clone(), *value),
+            "insert {key:?}"
+        ),
+        Op::Remove(key) => assert_eq!(
+            index.remove(key.query()),
+            model.remove::<K>(key),
+            "remove {key:?}"
+        ),
+        Op::Scan(start, n) => {
+            let expected: Vec<_> = model
+                .range::<K, _>(start.clone()..)
+                .take(*n)
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            assert_eq!(
+                index.scan(start.query(), *n),
+                expected,
+                "scan {start:?} {n}"
+            );
+        }
+        Op::Range(start, end) => {
+            let bounds = (
+                start.as_ref().map(TestKey::query),
+                end.as_ref().map(TestKey::query),
+            );
+            let owned = (start.clone(), end.clone());
+            let expected: Vec<_> = model
+                .iter()
+                .filter(|(k, _)| std::ops::RangeBounds::contains(&owned, *k))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            let got: Vec<_> = index.range(bounds).collect();
+            assert_eq!(got, expected, "range {start:?}..{end:?}");
+        }
+        Op::Len => assert_eq!(index.len(), model.len(), "len"),
+        Op::Maintain => {
+            index.maintenance_step();
+            index.validate();
+        }
+        Op::Quiesce => {
+            index.quiesce();
+            index.validate();
+            assert_eq!(index.stats().delta_keys, 0, "quiesce merges every delta");
+        }
+        Op::Compact { slot, batches } => compact_in_phases(index, model, *slot, batches),
+    }
+}
+
+/// Compacts one group, running a batch of operations at every phase boundary. The batch of
+/// `Frozen` runs on another thread (a put of a new key waits there for `tmp_buf`, which is
+/// published after barrier B1) and is joined at `AfterB1`; the others run inline.
+fn compact_in_phases<K: TestKey>(
+    index: &XIndex<K>,
+    model: &mut BTreeMap<K, u64>,
+    slot: usize,
+    batches: &[Vec<Op<K>>],
+) {
+    let slot = slot % index.slot_count();
+    let mut current = Some(std::mem::take(model));
+    thread::scope(|scope| {
+        let mut pending: Option<thread::ScopedJoinHandle<'_, BTreeMap<K, u64>>> = None;
+        let compacted = index.compact_slot_with(slot, |phase| {
+            if let Some(worker) = pending.take() {
+                current = Some(worker.join().expect("the frozen-phase batch passed"));
+            }
+            let batch = &batches[phase as usize];
+            let mut state = current.take().expect("the model is home between phases");
+            if phase == Phase::Frozen {
+                pending = Some(scope.spawn(move || {
+                    batch.iter().for_each(|op| apply(index, &mut state, op));
+                    state
+                }));
+            } else {
+                batch.iter().for_each(|op| apply(index, &mut state, op));
+                current = Some(state);
+            }
+        });
+        assert!(compacted, "slot {slot} exists");
+        if let Some(worker) = pending.take() {
+            current = Some(worker.join().expect("the frozen-phase batch passed"));
+        }
+    });
+    *model = current.expect("the model came home");
+    index.validate();
+}
+
+/// Loads `initial`, runs `ops`, then merges everything and compares full contents.
+fn run<K: TestKey>(initial: BTreeMap<K, u64>, config: Config, ops: &[Op<K>]) {
+    let pairs: Vec<(K, u64)> = initial.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("valid config and sorted pairs");
+    index.validate();
+    let mut model = initial;
+    for op in ops {
+        apply(&index, &mut model, op);
+    }
+    index.quiesce();
+    index.validate();
+    let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    assert_eq!(
+        index
+            .range::<(Bound<&K::Query>, Bound<&K::Query>)>((Bound::Unbounded, Bound::Unbounded))
+            .collect::<Vec<_>>(),
+        all
+    );
+    assert_eq!(index.len(), model.len());
+    for (key, value) in &model {
+        assert_eq!(index.get(key.query()), Some(*value));
+    }
+}
+
+fn configs() -> impl Strategy<Value = Config> {
+    (
+        prop_oneof![Just(1usize), Just(2), Just(32)],
+        prop_oneof![Just(0usize), Just(1), Just(8)],
+        prop_oneof![Just(1usize), Just(2), Just(3), Just(64)],
+        prop_oneof![Just(1.0f64), Just(50.0)],
+        prop_oneof![Just(1usize), Just(4)],
+    )
+        .prop_map(|(e, threshold, max_group, et, pt)| Config {
+            error_bound: e,
+            compaction_threshold: threshold,
+            max_group_size: max_group,
+            string_error_threshold: et,
+            string_partial_len: pt,
+            background_threads: 0,
+            ..Config::default()
+        })
+}
+
+fn int_keys() -> BoxedStrategy<u64> {
+    prop_oneof![
+        6 => 0..16u64,
+        2 => (0..16u64).prop_map(|x| x * x * 1_009 + 7),
+        1 => (0..4u64).prop_map(|x| u64::MAX - x),
+    ]
+    .boxed()
+}
+
+fn string_keys() -> BoxedStrategy<Vec<u8>> {
+    // Short strings over a tiny alphabet: many keys are prefixes of others ("", "a", "ab").
+    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..3).boxed()
+}
+
+/// Foreground operations only (allowed inside compaction phases).
+fn foreground<K: TestKey>(keys: BoxedStrategy<K>) -> BoxedStrategy<Op<K>> {
+    let bound = {
+        let keys = keys.clone();
+        prop_oneof![
+            keys.clone().prop_map(Bound::Included),
+            keys.prop_map(Bound::Excluded),
+            Just(Bound::Unbounded),
+        ]
+    };
+    prop_oneof![
+        3 => keys.clone().prop_map(Op::Get),
+        4 => (keys.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => keys.clone().prop_map(Op::Remove),
+        1 => (keys, 0..6usize).prop_map(|(k, n)| Op::Scan(k, n)),
+        1 => (bound.clone(), bound).prop_map(|(s, e)| Op::Range(s, e)),
+        1 => Just(Op::Len),
+    ]
+    .boxed()
+}
+
+fn ops<K: TestKey>(keys: BoxedStrategy<K>, phases: bool) -> BoxedStrategy<Vec<Op<K>>> {
+    let fg = foreground(keys);
+    let batch = prop::collection::vec(fg.clone(), 0..6);
+    let compact = (any::<usize>(), prop::collection::vec(batch, PHASES.len()))
+        .prop_map(|(slot, batches)| Op::Compact { slot, batches });
+    let op = if phases {
+        prop_oneof![6 => fg, 1 => Just(Op::Maintain), 2 => compact].boxed()
+    } else {
+        prop_oneof![12 => fg, 2 => Just(Op::Maintain), 1 => Just(Op::Quiesce)].boxed()
+    };
+    prop::collection::vec(op, 0..48).boxed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn integer_ops_match_btreemap(
+        initial in prop::collection::btree_map(int_keys(), any::<u64>(), 0..24),
+        config in configs(),
+        ops in ops(int_keys(), false),
+    ) {
+        run(initial, config, &ops);
+    }
+
+    #[test]
+    fn string_ops_match_btreemap(
+        initial in prop::collection::btree_map(string_keys(), any::<u64>(), 0..16),
+        config in configs(),
+        ops in ops(string_keys(), false),
+    ) {
+        run(initial, config, &ops);
+    }
+
+    #[test]
+    fn integer_ops_inside_compaction_phases(
+        initial in prop::collection::btree_map(int_keys(), any::<u64>(), 0..24),
+        config in configs(),
+        ops in ops(int_keys(), true),
+    ) {
+        run(initial, config, &ops);
+    }
+
+    #[test]
+    fn string_ops_inside_compaction_phases(
+        initial in prop::collection::btree_map(string_keys(), any::<u64>(), 0..16),
+        config in configs(),
+        ops in ops(string_keys(), true),
+    ) {
+        run(initial, config, &ops);
+    }
+}
+
+#[test]
+fn empty_index_grows_and_shrinks() {
+    let config = Config {
+        background_threads: 0,
+        compaction_threshold: 0,
+        ..Config::default()
+    };
+    let index = XIndex::<u64>::new(config).expect("valid config");
+    assert!(index.is_empty());
+    assert_eq!(index.scan(&0, 10), vec![]);
+    for key in (0..200u64).rev() {
+        assert_eq!(index.insert(key * 3, key), None);
+    }
+    index.quiesce();
+    index.validate();
+    assert_eq!(index.len(), 200);
+    assert_eq!(index.get(&9), Some(3));
+    for key in 0..200u64 {
+        assert_eq!(index.remove(&(key * 3)), Some(key));
+    }
+    // Removes leave tombstones in the array; a compaction drops them.
+    assert!(index.compact_slot_with(0, |_| {}));
+    index.validate();
+    assert!(index.is_empty());
+    let stats = index.stats();
+    assert_eq!((stats.groups, stats.records, stats.models), (1, 0, 0));
+    assert_eq!(index.insert(5, 5), None);
+    assert_eq!(index.get(&5), Some(5));
+}
+
+#[test]
+fn bulk_load_rejects_unsorted_keys_and_bad_configs() {
+    let unsorted = [(2u64, 0), (1, 0)];
+    assert!(matches!(
+        XIndex::bulk_load(&unsorted, Config::default()),
+        Err(range_index::xindex::Error::NotStrictlyIncreasing { index: 1 })
+    ));
+    let duplicate = [(b"a".to_vec(), 0), (b"a".to_vec(), 1)];
+    assert!(XIndex::bulk_load(&duplicate, Config::default()).is_err());
+    let bad = Config {
+        max_models: 0,
+        ..Config::default()
+    };
+    let err = XIndex::<u64>::new(bad).expect_err("invalid config");
+    assert!(err.to_string().contains("max_models"), "{err}");
+}
+
+#[test]
+fn stats_describe_the_structure() {
+    let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|i| (i * i, i)).collect();
+    let config = Config {
+        background_threads: 0,
+        max_group_size: 1_000,
+        ..Config::default()
+    };
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted");
+    let stats = index.stats();
+    assert!(stats.groups >= 10, "{stats:?}");
+    assert_eq!(stats.models, stats.groups);
+    assert_eq!(
+        (stats.keys, stats.records, stats.delta_keys),
+        (10_000, 10_000, 0)
+    );
+    assert!(stats.mean_error <= 32.0 + 1.0, "{stats:?}");
+    assert!(stats.bytes >= 10_000 * 16, "{stats:?}");
+    for i in 0..100u64 {
+        index.insert(i * i + 2, i);
+    }
+    let stats = index.stats();
+    assert_eq!(stats.delta_keys, 100);
+    assert!(stats.max_delta_keys >= 1);
+    index.quiesce();
+    let stats = index.stats();
+    assert_eq!((stats.delta_keys, stats.records), (0, 10_100));
+    assert!(stats.compactions >= 1);
+}
+
+#[test]
+fn background_thread_compacts_on_its_own() {
+    let config = Config {
+        background_threads: 2,
+        compaction_threshold: 0,
+        period: std::time::Duration::from_millis(1),
+        ..Config::default()
+    };
+    let index = XIndex::<u64>::new(config).expect("valid config");
+    for key in 0..100u64 {
+        index.insert(key, key);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while index.stats().delta_keys > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compaction within 10 s"
+        );
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(index.get(&42), Some(42));
+    drop(index);
+}

@@ -1,0 +1,363 @@
+//! Concurrent stress tests of XIndex-R on real threads (DESIGN "Testing layers" 4; digest §8
+//! "Concurrent tests"), with a background thread compacting continuously (threshold 1, period
+//! 1 ms, tiny groups):
+//!
+//! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
+//!   removes on a few hot keys; each key is a register whose history (invoke and response
+//!   times, operation, result) is checked by a Wing–Gong search with memoisation;
+//! - **lost updates and resurrection**: each worker owns keys it alone writes, with strictly
+//!   increasing values and removes; every result must match its private model, and the final
+//!   contents must equal it;
+//! - **scans**: strictly ascending, no duplicates, and every key that exists throughout (the
+//!   stable keys, never written) inside the scanned interval is returned with its value.
+#![cfg(not(loom))]
+
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Bound;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use range_index::OrderedIndex;
+use range_index::xindex::{Config, IndexKey, XIndex};
+
+const WORKERS: u64 = 3;
+const HOT_KEYS: usize = 4;
+const OPS_PER_ROUND: u64 = 24;
+/// Keys `0..KEY_SPACE`: multiples of 4 are stable (loaded, never written), the others are
+/// hot-key candidates (those `≡ 2 mod 4` loaded, those `≡ 1, 3 mod 4` absent at first).
+const KEY_SPACE: u64 = 4_000;
+/// Worker `t` owns keys `OWNED_BASE + t * 100 + 0..OWNED_PER_WORKER`.
+const OWNED_BASE: u64 = 100_000;
+const OWNED_PER_WORKER: u64 = 8;
+const SCAN_LEN: usize = 12;
+
+/// A key type under stress, built from a number in an order-preserving way.
+trait StressKey: IndexKey {
+    fn make(n: u64) -> Self;
+    fn number(&self) -> u64;
+    fn query(&self) -> &Self::Query;
+}
+
+impl StressKey for u64 {
+    fn make(n: u64) -> Self {
+        n
+    }
+    fn number(&self) -> u64 {
+        *self
+    }
+    fn query(&self) -> &u64 {
+        self
+    }
+}
+
+impl StressKey for Vec<u8> {
+    fn make(n: u64) -> Self {
+        format!("key:{n:07}").into_bytes()
+    }
+    fn number(&self) -> u64 {
+        std::str::from_utf8(&self[4..])
+            .expect("keys are ASCII")
+            .parse()
+            .expect("keys hold a number")
+    }
+    fn query(&self) -> &[u8] {
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Get,
+    Insert(u64),
+    Remove,
+}
+
+/// One completed operation on a hot key.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    key: usize,
+    invoke: u64,
+    response: u64,
+    kind: Kind,
+    result: Option<u64>,
+}
+
+/// Whether the history `ops` of one register starting at `init` is linearizable (Wing & Gong
+/// with memoisation of (linearized set, state), as in Lowe's and Porcupine's checkers).
+fn linearizable(init: Option<u64>, ops: &[Event]) -> bool {
+    assert!(
+        ops.len() <= 128,
+        "the checker handles up to 128 operations per key"
+    );
+    fn search(
+        done: u128,
+        state: Option<u64>,
+        ops: &[Event],
+        seen: &mut HashSet<(u128, Option<u64>)>,
+    ) -> bool {
+        let all = if ops.len() == 128 {
+            u128::MAX
+        } else {
+            (1u128 << ops.len()) - 1
+        };
+        if done == all {
+            return true;
+        }
+        if !seen.insert((done, state)) {
+            return false;
+        }
+        let pending = || (0..ops.len()).filter(move |i| done & (1 << i) == 0);
+        let first_response = pending().map(|i| ops[i].response).min().expect("not done");
+        for i in pending().filter(|&i| ops[i].invoke <= first_response) {
+            let op = ops[i];
+            if op.result != state {
+                continue;
+            }
+            let next = match op.kind {
+                Kind::Get => state,
+                Kind::Insert(v) => Some(v),
+                Kind::Remove => None,
+            };
+            if search(done | (1 << i), next, ops, seen) {
+                return true;
+            }
+        }
+        false
+    }
+    search(0, init, ops, &mut HashSet::new())
+}
+
+fn stress<K: StressKey>(budget: Duration) {
+    let pairs: Vec<(K, u64)> = (0..KEY_SPACE)
+        .filter(|n| n % 2 == 0)
+        .map(|n| (K::make(n), n))
+        .collect();
+    let config = Config {
+        error_bound: 4,
+        compaction_threshold: 1,
+        max_group_size: 32,
+        period: Duration::from_millis(1),
+        background_threads: 1,
+        ..Config::default()
+    };
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    let epoch = Instant::now();
+    let now = || epoch.elapsed().as_nanos() as u64;
+    let mut owned: Vec<BTreeMap<u64, Option<u64>>> = (0..WORKERS)
+        .map(|t| {
+            (0..OWNED_PER_WORKER)
+                .map(|j| (OWNED_BASE + t * 100 + j, None))
+                .collect()
+        })
+        .collect();
+    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    let (mut rounds, mut checked) = (0_u64, 0_usize);
+    while epoch.elapsed() < budget {
+        rounds += 1;
+        let hot: Vec<u64> = (0..HOT_KEYS)
+            .map(|_| {
+                loop {
+                    let n = rng.random_range(0..KEY_SPACE);
+                    if n % 4 != 0 {
+                        break n;
+                    }
+                }
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let initial: Vec<Option<u64>> =
+            hot.iter().map(|&n| index.get(K::make(n).query())).collect();
+        let barrier = Barrier::new(WORKERS as usize);
+        let histories: Vec<Vec<Event>> = thread::scope(|scope| {
+            let workers: Vec<_> = owned
+                .iter_mut()
+                .enumerate()
+                .map(|(t, mine)| {
+                    let (index, hot, barrier) = (&index, &hot, &barrier);
+                    let seed = rounds * 31 + t as u64;
+                    scope.spawn(move || {
+                        worker::<K>(index, hot, mine, barrier, t as u64, rounds, seed, &now)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("worker checks passed"))
+                .collect()
+        });
+        for (k, &n) in hot.iter().enumerate() {
+            let ops: Vec<Event> = histories
+                .iter()
+                .flatten()
+                .filter(|e| e.key == k)
+                .copied()
+                .collect();
+            checked += ops.len();
+            assert!(
+                linearizable(initial[k], &ops),
+                "round {rounds}: history of key {n} (initially {:?}) is not linearizable: {ops:#?}",
+                initial[k]
+            );
+        }
+    }
+    let compactions = index.stats().compactions;
+    assert!(compactions > 0, "the background thread compacted meanwhile");
+    index.quiesce();
+    index.validate();
+    for mine in &owned {
+        for (&n, &value) in mine {
+            assert_eq!(index.get(K::make(n).query()), value, "owned key {n}");
+        }
+    }
+    for n in (0..KEY_SPACE).step_by(4) {
+        assert_eq!(index.get(K::make(n).query()), Some(n), "stable key {n}");
+    }
+    eprintln!(
+        "{}: {rounds} rounds, {checked} hot-key operations checked, {compactions} compactions",
+        std::any::type_name::<K>()
+    );
+}
+
+/// One worker's round: hot-key operations (recorded), owned-key operations (checked against
+/// `mine`) and scans (checked for order and stable keys).
+#[allow(clippy::too_many_arguments)]
+fn worker<K: StressKey>(
+    index: &XIndex<K>,
+    hot: &[u64],
+    mine: &mut BTreeMap<u64, Option<u64>>,
+    barrier: &Barrier,
+    thread: u64,
+    round: u64,
+    seed: u64,
+    now: &dyn Fn() -> u64,
+) -> Vec<Event> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut events = Vec::new();
+    barrier.wait();
+    for i in 0..OPS_PER_ROUND {
+        let unique = (thread + 1) << 48 | round << 16 | i;
+        match rng.random_range(0..20) {
+            0..=7 => {
+                let k = rng.random_range(0..hot.len());
+                let key = K::make(hot[k]);
+                let kind = match rng.random_range(0..8) {
+                    0..=3 => Kind::Get,
+                    4..=6 => Kind::Insert(unique),
+                    _ => Kind::Remove,
+                };
+                let invoke = now();
+                let result = match kind {
+                    Kind::Get => index.get(key.query()),
+                    Kind::Insert(v) => index.insert(key, v),
+                    Kind::Remove => index.remove(key.query()),
+                };
+                let response = now();
+                events.push(Event {
+                    key: k,
+                    invoke,
+                    response,
+                    kind,
+                    result,
+                });
+            }
+            8..=15 => {
+                let n = *mine
+                    .keys()
+                    .nth(rng.random_range(0..mine.len()))
+                    .expect("in range");
+                let key = K::make(n);
+                let expected = mine[&n];
+                match rng.random_range(0..4) {
+                    0 => assert_eq!(index.get(key.query()), expected, "get of owned {n}"),
+                    1 => {
+                        assert_eq!(index.remove(key.query()), expected, "remove of owned {n}");
+                        mine.insert(n, None);
+                    }
+                    _ => {
+                        let value = expected.map_or(1, |v| v + 1).max(unique);
+                        assert_eq!(index.insert(key, value), expected, "insert of owned {n}");
+                        mine.insert(n, Some(value));
+                    }
+                }
+            }
+            _ => check_scan(index, rng.random_range(0..KEY_SPACE), rng.random_bool(0.5)),
+        }
+    }
+    events
+}
+
+/// A scan (or a range iteration) from `start`: strictly ascending, and every stable key of the
+/// covered interval is present with its value.
+fn check_scan<K: StressKey>(index: &XIndex<K>, start: u64, as_range: bool) {
+    let from = K::make(start);
+    let pairs: Vec<(K, u64)> = if as_range {
+        let to = K::make(start + 64);
+        index
+            .range((Bound::Included(from.query()), Bound::Excluded(to.query())))
+            .collect()
+    } else {
+        index.scan(from.query(), SCAN_LEN)
+    };
+    let numbers: Vec<u64> = pairs.iter().map(|(k, _)| k.number()).collect();
+    assert!(
+        numbers.windows(2).all(|w| w[0] < w[1]),
+        "scan from {start} ascends strictly: {numbers:?}"
+    );
+    assert!(numbers.first().is_none_or(|&n| n >= start));
+    let end = if as_range {
+        start + 64
+    } else if pairs.len() == SCAN_LEN {
+        numbers[SCAN_LEN - 1] + 1
+    } else {
+        u64::MAX
+    };
+    let stable_in_scan: Vec<u64> = pairs
+        .iter()
+        .filter(|(k, _)| k.number() % 4 == 0 && k.number() < KEY_SPACE)
+        .map(|(k, v)| {
+            assert_eq!(k.number(), *v, "stable key {} keeps its value", k.number());
+            *v
+        })
+        .collect();
+    let expected: Vec<u64> = (start.next_multiple_of(4)..end.min(KEY_SPACE))
+        .step_by(4)
+        .collect();
+    assert_eq!(
+        stable_in_scan, expected,
+        "scan from {start} returns every stable key it covers"
+    );
+}
+
+#[test]
+fn integer_keys_are_linearizable_under_continuous_compaction() {
+    stress::<u64>(Duration::from_millis(1_500));
+}
+
+#[test]
+fn string_keys_are_linearizable_under_continuous_compaction() {
+    stress::<Vec<u8>>(Duration::from_millis(1_000));
+}
+
+#[test]
+fn checker_rejects_a_stale_read() {
+    let op = |invoke, response, kind, result| Event {
+        key: 0,
+        invoke,
+        response,
+        kind,
+        result,
+    };
+    let write_then_read = [op(0, 1, Kind::Insert(5), None), op(2, 3, Kind::Get, None)];
+    assert!(!linearizable(None, &write_then_read));
+    let overlapping = [op(0, 3, Kind::Insert(5), None), op(1, 2, Kind::Get, None)];
+    assert!(linearizable(None, &overlapping));
+    let lost_update = [
+        op(0, 1, Kind::Insert(5), None),
+        op(2, 3, Kind::Insert(6), None),
+    ];
+    assert!(!linearizable(None, &lost_update));
+}
