@@ -1,5 +1,5 @@
 //! Every index the reproduction runs can measure, by name (the `index` column of the reports and
-//! the values of `--index`): the peers' adapters and the oracle. Adding an index is one entry
+//! the values of `--index`): learnkv's indexes, the peers' adapters and the oracle. Adding an index is one entry
 //! here; each experiment picks its indexes by [`Family`].
 
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use crate::adapters::scc_hash::SccHash;
 use crate::adapters::scc_tree::SccTree;
 use crate::adapters::scry::Scry;
 use crate::adapters::skiplist::Skiplist;
+use crate::adapters::xindex::XIndexAdapter;
 use crate::oracle::Oracle;
 
 /// An adapter for byte-string keys of any lifetime.
@@ -52,8 +53,14 @@ pub struct Entry {
     pub bytes: Option<MakeBytes>,
 }
 
-/// Every index, in report order: the ordered peers, the hash peers, the oracle.
+/// Every index, in report order: learnkv's, the ordered peers, the hash peers, the oracle.
 pub static ENTRIES: &[Entry] = &[
+    Entry {
+        name: "xindex",
+        family: Family::Ordered,
+        integer: |_| Box::new(XIndexAdapter::<u64>::new()),
+        bytes: Some(|| Box::new(XIndexAdapter::<Vec<u8>>::new())),
+    },
     Entry {
         name: "scc-tree",
         family: Family::Ordered,

@@ -21,6 +21,7 @@ pub mod scc_hash;
 pub mod scc_tree;
 pub mod scry;
 pub mod skiplist;
+pub mod xindex;
 
 use std::borrow::Borrow;
 use std::hint::black_box;
