@@ -4,15 +4,14 @@
 //! (`p9999_ns`). Each thread inserts its share of the keys once; `bytes_per_key` is what the grown
 //! index holds per key.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use workload::{Dataset, KeySpace, Workload};
 
-use super::{Outcome, describe, integer_keys, is_oracle, oracle_remark, select};
+use super::{Outcome, contenders_over, describe, integer_keys, is_oracle, oracle_remark, select};
 use crate::args::{Experiment, Options};
 use crate::error::Error;
-use crate::measure::{Case, Contender, Timing, compare};
+use crate::measure::{Case, Timing, compare};
 use crate::plot::Metric;
 use crate::registry::Family;
 
@@ -30,15 +29,7 @@ pub fn run(options: &Options) -> Result<Outcome, Error> {
     let total = keys.len() as u64;
     let space = KeySpace::split(keys, 0, options.seed).map_err(Error::failed)?;
     describe(&label, &space);
-    let no_loaded_keys: Arc<[u64]> = Arc::from(Vec::new());
-    let contenders: Vec<Contender<'_, u64, _>> = entries
-        .iter()
-        .map(|&entry| Contender {
-            name: entry.name,
-            make: Box::new(|| (entry.integer)(&no_loaded_keys)),
-            space: &space,
-        })
-        .collect();
+    let contenders = contenders_over(&entries, &space);
     let workload = Workload::insert_only();
     let case = Case {
         experiment: Experiment::Grow.name(),

@@ -189,6 +189,22 @@ fn describe<K: Copy>(dataset: &str, space: &KeySpace<K>) {
     );
 }
 
+/// The contenders among `entries` over one key space, for runs that never include the oracle
+/// (its array is made from loaded keys, which these runs do not bulk-load).
+fn contenders_over<'s>(
+    entries: &[&'static Entry],
+    space: &'s KeySpace<u64>,
+) -> Vec<Contender<'s, u64, dyn IndexAdapter<u64>>> {
+    entries
+        .iter()
+        .map(|&entry| Contender {
+            name: entry.name,
+            make: Box::new(move || (entry.integer)(&Arc::from(Vec::new()))),
+            space,
+        })
+        .collect()
+}
+
 /// What every bulk-loaded `u64` experiment starts from: the data set (`--dataset`, uniform by
 /// default), its label, how many keys are loaded, and the key spaces.
 struct IntegerRun {

@@ -8,15 +8,16 @@
 //! run as many operations as there are loaded keys, stage 2 one insert and one remove per loaded
 //! key. Every stream runs to its end (no `--duration`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use workload::{Dataset, KeySpace, Shift};
 
-use super::{Outcome, integer_keys, is_oracle, loaded_count, oracle_remark, select};
+use super::{
+    Outcome, contenders_over, integer_keys, is_oracle, loaded_count, oracle_remark, select,
+};
 use crate::args::{Experiment, Options};
 use crate::error::Error;
-use crate::measure::{Case, Contender, Timing, compare};
+use crate::measure::{Case, Timing, compare};
 use crate::plot::Series;
 use crate::registry::Family;
 
@@ -45,15 +46,7 @@ pub fn run(options: &Options) -> Result<Outcome, Error> {
         to.loaded().len()
     );
     let shift = Shift::new(load as u64, Some(load as u64));
-    let no_loaded_keys: Arc<[u64]> = Arc::from(Vec::new());
-    let contenders: Vec<Contender<'_, u64, _>> = entries
-        .iter()
-        .map(|&entry| Contender {
-            name: entry.name,
-            make: Box::new(|| (entry.integer)(&no_loaded_keys)),
-            space: &from,
-        })
-        .collect();
+    let contenders = contenders_over(&entries, &from);
     let case = Case {
         experiment: Experiment::Shift.name(),
         workload: format!("shift-rw-{}", (shift.read * 100.0).round()),
