@@ -24,16 +24,6 @@ use concurrency::sync::{Arc, thread};
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, Phase, XIndex};
 
-/// Every phase boundary of a compaction, in order.
-const PHASES: [Phase; 6] = [
-    Phase::Frozen,
-    Phase::AfterB1,
-    Phase::Swapped,
-    Phase::AfterB2,
-    Phase::MidCopy,
-    Phase::AfterB3,
-];
-
 /// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
 /// prints the executions explored and the time taken (visible with `--nocapture`).
 fn model(name: &str, f: impl Fn() + Send + Sync + 'static) {
@@ -137,7 +127,7 @@ fn assert_one_order<T: PartialEq + std::fmt::Debug>(
 fn case3_two_puts_of_one_key_during_compaction() {
     for key in [10, 15] {
         let old = (key == 10).then_some(1);
-        for at in PHASES {
+        for at in Phase::ALL {
             // A put of the new key 15 on the compacting thread at `Frozen` would wait for
             // `tmp_buf` forever (only a worker may wait there).
             if key == 15 && at == Phase::Frozen {
@@ -161,7 +151,7 @@ fn case3_two_puts_of_one_key_during_compaction() {
 
 #[test]
 fn case4_remove_and_put_during_compaction_are_linearizable() {
-    for at in PHASES {
+    for at in Phase::ALL {
         // A put after the remove lands in a delta index: at `Frozen` it would wait for
         // `tmp_buf` on the compacting thread, so that order is covered by the second model
         // (put on the worker, which may wait there) only.
@@ -196,7 +186,7 @@ fn case4_remove_and_put_during_compaction_are_linearizable() {
 
 #[test]
 fn case5_get_during_put_and_copy_phase_sees_old_or_new() {
-    for at in PHASES {
+    for at in Phase::ALL {
         model(&format!("case5 put ‖ get at {at:?}"), move || {
             let index = tiny_index();
             let put = spawn(&index, |index| index.insert(20, 22));

@@ -33,15 +33,6 @@ enum Op<K> {
     },
 }
 
-const PHASES: [Phase; 6] = [
-    Phase::Frozen,
-    Phase::AfterB1,
-    Phase::Swapped,
-    Phase::AfterB2,
-    Phase::MidCopy,
-    Phase::AfterB3,
-];
-
 /// A key type under test: how to borrow it as a query.
 trait TestKey: IndexKey + Debug {
     fn query(&self) -> &Self::Query;
@@ -236,7 +227,10 @@ fn foreground<K: TestKey>(keys: BoxedStrategy<K>) -> BoxedStrategy<Op<K>> {
 fn ops<K: TestKey>(keys: BoxedStrategy<K>, phases: bool) -> BoxedStrategy<Vec<Op<K>>> {
     let fg = foreground(keys);
     let batch = prop::collection::vec(fg.clone(), 0..6);
-    let compact = (any::<usize>(), prop::collection::vec(batch, PHASES.len()))
+    let compact = (
+        any::<usize>(),
+        prop::collection::vec(batch, Phase::ALL.len()),
+    )
         .prop_map(|(slot, batches)| Op::Compact { slot, batches });
     let op = if phases {
         prop_oneof![6 => fg, 1 => Just(Op::Maintain), 2 => compact].boxed()

@@ -47,6 +47,18 @@ pub enum Phase {
     AfterB3,
 }
 
+impl Phase {
+    /// Every phase boundary of a compaction, in the order they are reached.
+    pub const ALL: [Phase; 6] = [
+        Phase::Frozen,
+        Phase::AfterB1,
+        Phase::Swapped,
+        Phase::AfterB2,
+        Phase::MidCopy,
+        Phase::AfterB3,
+    ];
+}
+
 impl<K: IndexKey> Restructurer<'_, K> {
     /// Compacts the group held by `link` (a root slot or a group's `next`), calling `hook` at
     /// every phase boundary.
