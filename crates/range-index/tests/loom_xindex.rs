@@ -1,6 +1,9 @@
-//! Loom models of XIndex-R's two-phase compaction against foreground operations (digest §4.7
-//! cases 1–6), on the real index: one group holding keys 10 → 1 and 20 → 2, compacted on the
-//! main thread through the test hook while a worker thread runs an operation. Everything the
+//! Loom models of XIndex-R's structural changes against foreground operations (digest §4.7
+//! cases 1–11), on the real index. Cases 1–6: one group holding keys 10 → 1 and 20 → 2,
+//! compacted on the main thread through the test hook while a worker thread runs an
+//! operation. Cases 7–11: group split, group merge (the two groups in two root slots, so the
+//! slot publication order matters), root update over a split chain, model split, and a reader
+//! racing the reclamation of the group it reads. Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.
@@ -22,7 +25,7 @@ use std::time::Instant;
 use concurrency::sync::atomic::{AtomicBool, Ordering};
 use concurrency::sync::{Arc, thread};
 use range_index::OrderedIndex;
-use range_index::xindex::{Config, Phase, XIndex};
+use range_index::xindex::{Config, Phase, Restructure, XIndex};
 
 /// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
 /// prints the executions explored and the time taken (visible with `--nocapture`).
@@ -53,30 +56,36 @@ fn tiny_index() -> Arc<XIndex<u64>> {
     Arc::new(XIndex::bulk_load(&[(10, 1), (20, 2)], config).expect("sorted pairs"))
 }
 
-/// Runs `op` on a new thread with the index.
+/// Runs `op` on a new thread with the index. The spawning thread then yields, so the first
+/// execution runs the new thread first: loom's exploration misses races whose first access is
+/// the spawned thread's otherwise (tokio-rs/loom#166; see `loom_delta.rs`).
 fn spawn<T: Send + 'static>(
     index: &Arc<XIndex<u64>>,
     op: impl FnOnce(&XIndex<u64>) -> T + Send + 'static,
 ) -> thread::JoinHandle<T> {
     let index = Arc::clone(index);
-    thread::spawn(move || op(&index))
+    let handle = thread::spawn(move || op(&index));
+    thread::yield_now();
+    handle
 }
 
 /// Compacts the only group on this thread, running `op` at phase `at`; returns its result.
 fn compact_running<T>(index: &XIndex<u64>, at: Phase, op: impl Fn(&XIndex<u64>) -> T) -> T {
     let mut result = None;
-    assert!(index.compact_slot_with(0, |phase| {
-        if phase == at {
-            result = Some(op(index));
-        }
-    }));
+    assert!(
+        index.restructure_slot_with(0, Restructure::Compact, |phase| {
+            if phase == at {
+                result = Some(op(index));
+            }
+        })
+    );
     result.expect("every phase is reached")
 }
 
 /// After the operations: one more compaction merges everything, then the invariants hold
 /// (among them: at most one live record per key, the live count matches `len`).
 fn settle(index: &XIndex<u64>) {
-    assert!(index.compact_slot_with(0, |_| {}));
+    assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
     index.validate();
 }
 
@@ -85,7 +94,7 @@ fn case1_put_of_a_new_key_during_compaction() {
     model("case1", || {
         let index = tiny_index();
         let put = spawn(&index, |index| index.insert(15, 3));
-        assert!(index.compact_slot_with(0, |_| {}));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
         assert_eq!(put.join().expect("the put finishes"), None);
         assert_eq!(index.get(&15), Some(3));
         assert_eq!(index.len(), 3);
@@ -99,7 +108,7 @@ fn case2_update_of_an_existing_key_is_not_lost() {
     model("case2", || {
         let index = tiny_index();
         let put = spawn(&index, |index| index.insert(10, 11));
-        assert!(index.compact_slot_with(0, |_| {}));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
         assert_eq!(put.join().expect("the put finishes"), Some(1));
         assert_eq!(
             index.get(&10),
@@ -223,12 +232,139 @@ fn case6_put_retrying_on_a_frozen_buffer_does_not_deadlock_with_the_barrier() {
                 index.insert(15, 3)
             })
         };
-        assert!(index.compact_slot_with(0, |phase| {
-            if phase == Phase::Frozen {
-                frozen.store(true, Ordering::Release);
-            }
-        }));
+        assert!(
+            index.restructure_slot_with(0, Restructure::Compact, |phase| {
+                if phase == Phase::Frozen {
+                    frozen.store(true, Ordering::Release);
+                }
+            })
+        );
         assert_eq!(put.join().expect("the put finishes"), None);
         assert_eq!(index.get(&15), Some(3));
+    });
+}
+
+/// Keys 10, 20, 30, 40 (values 1–4) in one group, or in two root slots of two keys each.
+fn four_keys(two_groups: bool) -> Arc<XIndex<u64>> {
+    let config = Config {
+        background_threads: 0,
+        max_group_size: if two_groups { 2 } else { 4 },
+        ..Config::default()
+    };
+    let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs");
+    assert_eq!(index.slot_count(), if two_groups { 2 } else { 1 });
+    Arc::new(index)
+}
+
+/// Every key and value, by a full scan.
+fn contents(index: &XIndex<u64>) -> Vec<(u64, u64)> {
+    index.scan(&0, 100)
+}
+
+#[test]
+fn case7_group_split_with_puts_on_both_sides_and_gets() {
+    // The split pivot is 30: 15 lands left, 35 right; a new key, an update and a read.
+    model("case7 insert right ‖ split", || {
+        let index = four_keys(false);
+        let put = spawn(&index, |index| index.insert(35, 5));
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), None);
+        assert_eq!(index.get(&35), Some(5));
+        settle(&index);
+        assert_eq!(
+            contents(&index),
+            vec![(10, 1), (20, 2), (30, 3), (35, 5), (40, 4)]
+        );
+    });
+    model("case7 insert left and get right ‖ split", || {
+        let index = four_keys(false);
+        let ops = spawn(&index, |index| (index.insert(15, 5), index.get(&40)));
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        assert_eq!(ops.join().expect("the ops finish"), (None, Some(4)));
+        assert_eq!(index.get(&15), Some(5));
+        settle(&index);
+        assert_eq!(index.len(), 5);
+    });
+    model("case7 update right ‖ split", || {
+        let index = four_keys(false);
+        let put = spawn(&index, |index| index.insert(30, 33));
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), Some(3));
+        assert_eq!(index.get(&30), Some(33), "the update survived the split");
+        settle(&index);
+    });
+}
+
+#[test]
+fn case8_group_merge_with_puts_to_both_groups() {
+    model("case8 insert into the second group ‖ merge", || {
+        let index = four_keys(true);
+        let put = spawn(&index, |index| index.insert(35, 5));
+        assert!(index.restructure_slot_with(0, Restructure::MergeGroup, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), None);
+        assert_eq!(index.get(&35), Some(5));
+        settle(&index);
+        assert_eq!(index.len(), 5);
+    });
+    model(
+        "case8 get from the second group and insert into the first ‖ merge",
+        || {
+            let index = four_keys(true);
+            let ops = spawn(&index, |index| (index.get(&40), index.insert(15, 5)));
+            assert!(index.restructure_slot_with(0, Restructure::MergeGroup, |_| {}));
+            assert_eq!(ops.join().expect("the ops finish"), (Some(4), None));
+            assert_eq!(index.get(&15), Some(5));
+            settle(&index);
+            assert_eq!(index.len(), 5);
+        },
+    );
+    model("case8 update in the second group ‖ merge", || {
+        let index = four_keys(true);
+        let put = spawn(&index, |index| index.insert(30, 33));
+        assert!(index.restructure_slot_with(0, Restructure::MergeGroup, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), Some(3));
+        assert_eq!(index.get(&30), Some(33), "the update survived the merge");
+        settle(&index);
+    });
+}
+
+#[test]
+fn case9_root_update_with_the_old_root_in_hand() {
+    // After a split the right half is reachable only through the left half's `next`; the
+    // root update indexes it and clears the chain while operations run on the old root.
+    model("case9 get and insert ‖ root update", || {
+        let index = four_keys(false);
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        let ops = spawn(&index, |index| (index.get(&40), index.insert(35, 5)));
+        assert!(index.restructure_slot_with(0, Restructure::UpdateRoot, |_| {}));
+        assert_eq!(ops.join().expect("the ops finish"), (Some(4), None));
+        assert_eq!(index.slot_count(), 2);
+        assert_eq!(index.get(&35), Some(5));
+        index.validate();
+    });
+}
+
+#[test]
+fn case10_model_split_shares_records_with_the_freed_node() {
+    model("case10 update ‖ model split", || {
+        let index = four_keys(false);
+        let put = spawn(&index, |index| index.insert(20, 22));
+        assert!(index.restructure_slot_with(0, Restructure::SplitModel, |_| {}));
+        assert_eq!(put.join().expect("the put finishes"), Some(2));
+        assert_eq!(index.get(&20), Some(22));
+        assert_eq!(index.stats().models, 2);
+        index.validate();
+    });
+}
+
+#[test]
+fn case11_reader_racing_the_reclamation_of_its_group() {
+    model("case11 get ‖ compaction and free", || {
+        let index = tiny_index();
+        index.insert(15, 3);
+        let get = spawn(&index, |index| (index.get(&15), index.get(&20)));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+        assert_eq!(get.join().expect("the gets finish"), (Some(3), Some(2)));
     });
 }

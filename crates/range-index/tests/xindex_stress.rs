@@ -1,6 +1,8 @@
 //! Concurrent stress tests of XIndex-R on real threads (DESIGN "Testing layers" 4; digest §8
-//! "Concurrent tests"), with a background thread compacting continuously (threshold 1, period
-//! 1 ms, tiny groups):
+//! "Concurrent tests"), with the background thread running its policy continuously
+//! (compaction threshold 1, split at 4 buffered keys, period 1 ms, tiny groups) and a churn
+//! thread forcing every kind of structural change (compaction, model split and merge, group
+//! split and merge, root update) on random groups:
 //!
 //! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
 //!   removes on a few hot keys; each key is a register whose history (invoke and response
@@ -15,13 +17,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use range_index::OrderedIndex;
-use range_index::xindex::{Config, IndexKey, XIndex};
+use range_index::xindex::{Config, IndexKey, Restructure, XIndex};
 
 const WORKERS: u64 = 3;
 const HOT_KEYS: usize = 4;
@@ -137,6 +140,7 @@ fn stress<K: StressKey>(budget: Duration) {
         .collect();
     let config = Config {
         error_bound: 4,
+        delta_threshold: 4,
         compaction_threshold: 1,
         max_group_size: 32,
         period: Duration::from_millis(1),
@@ -155,57 +159,69 @@ fn stress<K: StressKey>(budget: Duration) {
         .collect();
     let mut rng = SmallRng::seed_from_u64(0x5eed);
     let (mut rounds, mut checked) = (0_u64, 0_usize);
-    while epoch.elapsed() < budget {
-        rounds += 1;
-        let hot: Vec<u64> = (0..HOT_KEYS)
-            .map(|_| {
-                loop {
-                    let n = rng.random_range(0..KEY_SPACE);
-                    if n % 4 != 0 {
-                        break n;
+    let stop = AtomicBool::new(false);
+    thread::scope(|outer| {
+        outer.spawn(|| churn(&index, &stop, epoch + budget + Duration::from_secs(5)));
+        while epoch.elapsed() < budget {
+            rounds += 1;
+            let hot: Vec<u64> = (0..HOT_KEYS)
+                .map(|_| {
+                    loop {
+                        let n = rng.random_range(0..KEY_SPACE);
+                        if n % 4 != 0 {
+                            break n;
+                        }
                     }
-                }
-            })
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let initial: Vec<Option<u64>> =
-            hot.iter().map(|&n| index.get(K::make(n).query())).collect();
-        let barrier = Barrier::new(WORKERS as usize);
-        let histories: Vec<Vec<Event>> = thread::scope(|scope| {
-            let workers: Vec<_> = owned
-                .iter_mut()
-                .enumerate()
-                .map(|(t, mine)| {
-                    let (index, hot, barrier) = (&index, &hot, &barrier);
-                    let seed = rounds * 31 + t as u64;
-                    scope.spawn(move || {
-                        worker::<K>(index, hot, mine, barrier, t as u64, rounds, seed, &now)
-                    })
                 })
-                .collect();
-            workers
+                .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
-                .map(|w| w.join().expect("worker checks passed"))
-                .collect()
-        });
-        for (k, &n) in hot.iter().enumerate() {
-            let ops: Vec<Event> = histories
-                .iter()
-                .flatten()
-                .filter(|e| e.key == k)
-                .copied()
                 .collect();
-            checked += ops.len();
-            assert!(
-                linearizable(initial[k], &ops),
-                "round {rounds}: history of key {n} (initially {:?}) is not linearizable: {ops:#?}",
-                initial[k]
-            );
+            let initial: Vec<Option<u64>> =
+                hot.iter().map(|&n| index.get(K::make(n).query())).collect();
+            let barrier = Barrier::new(WORKERS as usize);
+            let histories: Vec<Vec<Event>> = thread::scope(|scope| {
+                let workers: Vec<_> = owned
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(t, mine)| {
+                        let (index, hot, barrier) = (&index, &hot, &barrier);
+                        let seed = rounds * 31 + t as u64;
+                        scope.spawn(move || {
+                            worker::<K>(index, hot, mine, barrier, t as u64, rounds, seed, &now)
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| w.join().expect("worker checks passed"))
+                    .collect()
+            });
+            for (k, &n) in hot.iter().enumerate() {
+                let ops: Vec<Event> = histories
+                    .iter()
+                    .flatten()
+                    .filter(|e| e.key == k)
+                    .copied()
+                    .collect();
+                checked += ops.len();
+                assert!(
+                    linearizable(initial[k], &ops),
+                    "round {rounds}: history of key {n} (initially {:?}) is not linearizable: {ops:#?}",
+                    initial[k]
+                );
+            }
         }
-    }
-    let compactions = index.stats().compactions;
-    assert!(compactions > 0, "the background thread compacted meanwhile");
+        stop.store(true, Ordering::Relaxed);
+    });
+    let stats = index.stats();
+    let compactions = stats.compactions;
+    assert!(
+        compactions > 0
+            && stats.group_splits > 0
+            && stats.group_merges > 0
+            && stats.root_updates > 0,
+        "groups were compacted, split and merged meanwhile: {stats:?}"
+    );
     index.quiesce();
     index.validate();
     for mine in &owned {
@@ -217,9 +233,24 @@ fn stress<K: StressKey>(budget: Duration) {
         assert_eq!(index.get(K::make(n).query()), Some(n), "stable key {n}");
     }
     eprintln!(
-        "{}: {rounds} rounds, {checked} hot-key operations checked, {compactions} compactions",
-        std::any::type_name::<K>()
+        "{}: {rounds} rounds, {checked} hot-key operations checked, {compactions} compactions, \
+         {} group splits, {} group merges, {} root updates",
+        std::any::type_name::<K>(),
+        stats.group_splits,
+        stats.group_merges,
+        stats.root_updates
     );
+}
+
+/// Forces structural changes on random groups until `stop` is set or `deadline` passes (so a
+/// failing check on the main thread does not leave it running).
+fn churn<K: StressKey>(index: &XIndex<K>, stop: &AtomicBool, deadline: Instant) {
+    let mut rng = SmallRng::seed_from_u64(0xc4u64);
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        let change = Restructure::ALL[rng.random_range(0..Restructure::ALL.len())];
+        let slot = rng.random_range(0..index.slot_count());
+        index.restructure_slot_with(slot, change, |_| {});
+    }
 }
 
 /// One worker's round: hot-key operations (recorded), owned-key operations (checked against

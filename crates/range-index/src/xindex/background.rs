@@ -3,12 +3,10 @@
 //! the pass itself, which [`maintenance_step`](crate::OrderedIndex::maintenance_step) and
 //! [`quiesce`](crate::OrderedIndex::quiesce) also run synchronously.
 //!
-//! A pass walks every root slot and its `next` chain and compacts each group whose delta index
-//! holds more than the compaction threshold (footnote 4: compaction runs continuously; the
-//! threshold is the reference code's). Passes are serialised by the restructure lock, so one
-//! group is restructured by one actor at a time; with several threads this gives no
-//! parallelism yet (the paper gives each thread a disjoint set of groups). Model split/merge,
-//! group split/merge and root updates (Table 2) belong to the next increment.
+//! A pass applies the adjustment policy ([`policy`](crate::xindex::policy)) to every group.
+//! Passes are serialised by the restructure lock, so one group is restructured by one actor
+//! at a time; with several threads this gives no parallelism yet (the paper gives each thread
+//! a disjoint set of groups).
 
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -58,31 +56,5 @@ impl Drop for Background {
                 panic!("an XIndex background thread panicked");
             }
         }
-    }
-}
-
-impl<K: IndexKey> Inner<K> {
-    /// One maintenance pass: compacts every group whose delta index holds more than
-    /// `threshold` keys. True if it compacted any.
-    pub(crate) fn maintenance_pass(&self, threshold: usize) -> bool {
-        let restructurer = self.restructurer();
-        let root = restructurer.root();
-        let mut changed = false;
-        for slot in 0..root.slot_count() {
-            let mut link = root.link(slot);
-            while let Some(group) = restructurer.group_at(link) {
-                link = if group.buf().len() > threshold {
-                    restructurer.compact(link, &mut |_| {});
-                    changed = true;
-                    restructurer
-                        .group_at(link)
-                        .expect("a compaction replaces its group, never unlinks it")
-                        .next_link()
-                } else {
-                    group.next_link()
-                };
-            }
-        }
-        changed
     }
 }

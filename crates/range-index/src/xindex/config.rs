@@ -23,8 +23,7 @@ use crate::xindex::error::Error;
 pub struct Config {
     /// `e`: the error bound, in positions, a group's models should stay within (32).
     pub error_bound: usize,
-    /// `s`: the delta-index size above which a group splits (256). Used by the adjustment
-    /// policy of the next increment.
+    /// `s`: the delta-index size above which a group splits (256).
     pub delta_threshold: usize,
     /// `f`: the tolerance factor of the merge triggers, in `(0, 1)` (1/4).
     pub tolerance: f64,
@@ -39,7 +38,8 @@ pub struct Config {
     /// A group is compacted when its delta index holds more than this many keys (8, the
     /// reference code's `buffer_compact_threshold`); 0 compacts any non-empty delta.
     pub compaction_threshold: usize,
-    /// The most keys one group holds after a bulk load (65,536).
+    /// The most keys one group holds after a bulk load, and the most two groups may hold
+    /// together to be merged (65,536).
     pub max_group_size: usize,
     /// `et`: the largest mean model error of a group of string keys built by greedy grouping
     /// (50, the paper's value for random strings).

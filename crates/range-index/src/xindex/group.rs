@@ -43,14 +43,40 @@ impl<K> Records<K> {
             cells: cells.into_boxed_slice(),
         }
     }
+
+    /// The keys, strictly increasing.
+    pub(crate) fn keys(&self) -> &[K] {
+        &self.keys
+    }
+
+    /// The records `at..`, leaving `..at` in `self`.
+    pub(crate) fn split_off(&mut self, at: usize) -> Self {
+        let mut keys = std::mem::take(&mut self.keys).into_vec();
+        let mut cells = std::mem::take(&mut self.cells).into_vec();
+        let tail = Self::new(keys.split_off(at), cells.split_off(at));
+        *self = Self::new(keys, cells);
+        tail
+    }
+
+    /// `self` followed by `tail`, whose keys are all greater.
+    pub(crate) fn append(self, tail: Self) -> Self {
+        let mut keys = self.keys.into_vec();
+        let mut cells = self.cells.into_vec();
+        keys.extend(tail.keys.into_vec());
+        cells.extend(tail.cells.into_vec());
+        Self::new(keys, cells)
+    }
 }
+
+/// A group's models: `(start, model)`, model `i` covering `keys[start_i..start_{i+1}]`.
+pub(crate) type Models<K> = Box<[(usize, <K as learned_model::Key>::Model)]>;
 
 /// One group of XIndex-R.
 pub(crate) struct Group<K: IndexKey> {
     pivot: K,
     records: Arc<Records<K>>,
     /// `(start, model)`: model `i` covers `keys[start_i..start_{i+1}]`.
-    models: Box<[(usize, K::Model)]>,
+    models: Models<K>,
     buf: Arc<DeltaIndex<K>>,
     buf_frozen: AtomicBool,
     /// Null, or `Arc::into_raw` of the delta index that buffers inserts during a compaction
@@ -62,24 +88,66 @@ pub(crate) struct Group<K: IndexKey> {
 
 impl<K: IndexKey> Group<K> {
     /// A group with pivot `pivot` over `records` (keys strictly increasing and `>= pivot`,
-    /// except in the first group), trained with up to `model_count` models.
+    /// except in the first group), with `models` trained over them (see [`train`]).
     pub(crate) fn new(
         pivot: K,
         records: Records<K>,
-        model_count: usize,
+        models: Models<K>,
         buf: Arc<DeltaIndex<K>>,
         next: *mut Group<K>,
     ) -> Self {
-        let models = train(&records.keys, model_count);
+        Self::from_parts(pivot, Arc::new(records), models, buf, false, next)
+    }
+
+    fn from_parts(
+        pivot: K,
+        records: Arc<Records<K>>,
+        models: Models<K>,
+        buf: Arc<DeltaIndex<K>>,
+        frozen: bool,
+        next: *mut Group<K>,
+    ) -> Self {
         Self {
             pivot,
-            records: Arc::new(records),
+            records,
             models,
             buf,
-            buf_frozen: AtomicBool::new(false),
+            buf_frozen: AtomicBool::new(frozen),
             tmp_buf: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(next),
         }
+    }
+
+    /// A new node for this group with other `models` over the same records and delta index
+    /// (model split and merge, digest §3.9): the two nodes share the records, so updates
+    /// through either reach the same cells.
+    pub(crate) fn with_models(&self, models: Models<K>) -> Self {
+        debug_assert!(
+            !self.is_frozen() && self.tmp_buf().is_none(),
+            "no compaction runs while models are retrained"
+        );
+        Self::from_parts(
+            self.pivot.clone(),
+            Arc::clone(&self.records),
+            models,
+            Arc::clone(&self.buf),
+            false,
+            self.next_ptr(),
+        )
+    }
+
+    /// A frozen view of this group's records, models and delta index, responsible for the
+    /// keys from `pivot` on and followed by `next` (the logical step of a group split,
+    /// Algorithm 4 lines 1–5).
+    pub(crate) fn frozen_view(&self, pivot: K, next: *mut Group<K>) -> Self {
+        Self::from_parts(
+            pivot,
+            Arc::clone(&self.records),
+            self.models.clone(),
+            Arc::clone(&self.buf),
+            true,
+            next,
+        )
     }
 
     /// The smallest key of the group's range (minus infinity for the first group).
@@ -194,11 +262,7 @@ impl<K: IndexKey> Group<K> {
 
     /// The mean over the group's models of their largest absolute error (0 with no model).
     pub(crate) fn mean_error(&self) -> f64 {
-        if self.models.is_empty() {
-            return 0.0;
-        }
-        let total: u64 = self.models.iter().map(|(_, m)| m.bounds().max_abs()).sum();
-        total as f64 / self.models.len() as f64
+        mean_error::<K>(&self.models)
     }
 
     /// An estimate of the bytes the group owns, without its delta indexes.
@@ -224,7 +288,7 @@ impl<K: IndexKey> Drop for Group<K> {
 }
 
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
-fn train<K: IndexKey>(keys: &[K], count: usize) -> Box<[(usize, K::Model)]> {
+pub(crate) fn train<K: IndexKey>(keys: &[K], count: usize) -> Models<K> {
     let count = count.max(1).min(keys.len());
     (0..count)
         .map(|i| {
@@ -237,6 +301,33 @@ fn train<K: IndexKey>(keys: &[K], count: usize) -> Box<[(usize, K::Model)]> {
         .collect()
 }
 
+/// The fewest models, at most `max_models`, whose mean error is within `error_bound` (or
+/// `max_models` models when none is): how a bulk load trains its groups, so that they start
+/// out satisfying the adjustment policy (§3.3).
+pub(crate) fn train_within<K: IndexKey>(
+    keys: &[K],
+    error_bound: usize,
+    max_models: usize,
+) -> Models<K> {
+    let mut count = 1;
+    loop {
+        let models = train(keys, count);
+        if count >= max_models.min(keys.len()) || mean_error::<K>(&models) <= error_bound as f64 {
+            return models;
+        }
+        count += 1;
+    }
+}
+
+/// The mean over `models` of their largest absolute error (0 with no model).
+pub(crate) fn mean_error<K: IndexKey>(models: &[(usize, K::Model)]) -> f64 {
+    if models.is_empty() {
+        return 0.0;
+    }
+    let total: u64 = models.iter().map(|(_, m)| m.bounds().max_abs()).sum();
+    total as f64 / models.len() as f64
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -246,8 +337,8 @@ mod tests {
         let cells = keys.iter().map(|&k| record::live(k)).collect();
         Group::new(
             0,
-            Records::new(keys, cells),
-            models,
+            Records::new(keys.clone(), cells),
+            train(&keys, models),
             Arc::new(DeltaIndex::new()),
             ptr::null_mut(),
         )

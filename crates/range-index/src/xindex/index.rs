@@ -23,15 +23,16 @@ use concurrency::sync::{Mutex, MutexGuard};
 use concurrency::{Backoff, GracePeriod, OnlineGuard};
 
 use crate::xindex::background::Background;
-use crate::xindex::compaction::Phase;
 use crate::xindex::config::Config;
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::error::Error;
-use crate::xindex::group::{Group, Records};
+use crate::xindex::group::{Group, Records, train, train_within};
 use crate::xindex::key::IndexKey;
 use crate::xindex::record;
+use crate::xindex::restructure::{Phase, Restructure};
 use crate::xindex::root::Root;
 use crate::xindex::scan::Range;
+use crate::xindex::stats::Counters;
 use crate::{OrderedIndex, Stats};
 
 /// XIndex-R: a concurrent learned ordered index from keys (`u64` or `Vec<u8>`) to one 64-bit
@@ -81,8 +82,8 @@ pub(crate) struct Inner<K: IndexKey> {
     /// Live keys, as a wrapping two's-complement count: a remove may be counted before the
     /// insert it removes.
     len: AtomicU64,
-    compactions: AtomicU64,
-    /// Held by whoever restructures (compacts) groups; the only code that frees them.
+    counters: Counters,
+    /// Held by whoever restructures groups or the root; the only code that frees them.
     restructure: Mutex<()>,
 }
 
@@ -93,7 +94,7 @@ impl<K: IndexKey> XIndex<K> {
         let group = Group::new(
             K::min_key(),
             Records::new(Vec::new(), Vec::new()),
-            1,
+            train::<K>(&[], 1),
             Arc::new(DeltaIndex::new()),
             ptr::null_mut(),
         );
@@ -104,7 +105,9 @@ impl<K: IndexKey> XIndex<K> {
     ///
     /// Keys are split into groups (integers: optimal piecewise-linear segments under
     /// [`Config::error_bound`]; strings: greedy grouping, §3.4.2), at most
-    /// [`Config::max_group_size`] keys each, with one model per group.
+    /// [`Config::max_group_size`] keys each, each with the fewest models (up to
+    /// [`Config::max_models`]) whose error is within the bound. The first group's pivot is
+    /// the smallest key, so later inserts below the first key have a group to go to.
     pub fn bulk_load(pairs: &[(K, u64)], config: Config) -> Result<Self, Error> {
         config.validate()?;
         if let Some(i) = pairs.windows(2).position(|w| w[0].0 >= w[1].0) {
@@ -118,14 +121,20 @@ impl<K: IndexKey> XIndex<K> {
         let mut keys = keys.into_iter();
         let groups = ranges
             .into_iter()
-            .map(|range| {
+            .enumerate()
+            .map(|(index, range)| {
                 let group_keys: Vec<K> = keys.by_ref().take(range.len()).collect();
                 let cells = pairs[range].iter().map(|(_, v)| record::live(*v)).collect();
-                let pivot = group_keys[0].clone();
+                let pivot = if index == 0 {
+                    K::min_key()
+                } else {
+                    group_keys[0].clone()
+                };
+                let models = train_within(&group_keys, config.error_bound, config.max_models);
                 Box::new(Group::new(
                     pivot,
                     Records::new(group_keys, cells),
-                    1,
+                    models,
                     Arc::new(DeltaIndex::new()),
                     ptr::null_mut(),
                 ))
@@ -135,13 +144,14 @@ impl<K: IndexKey> XIndex<K> {
     }
 
     fn start(groups: Vec<Box<Group<K>>>, len: usize, config: Config) -> Result<Self, Error> {
-        let root = Root::new(groups, &config);
+        let groups = groups.into_iter().map(Box::into_raw).collect();
+        let root = Root::new(groups, None, &config);
         let inner = Arc::new(Inner {
             root: AtomicPtr::new(Box::into_raw(Box::new(root))),
             grace: GracePeriod::new(),
             config,
             len: AtomicU64::new(len as u64),
-            compactions: AtomicU64::new(0),
+            counters: Counters::new(),
             restructure: Mutex::new(()),
         });
         let background = Background::start(&inner)?;
@@ -156,27 +166,30 @@ impl<K: IndexKey> XIndex<K> {
         &self.inner.config
     }
 
-    /// Compacts the group in root slot `slot` now, calling `hook` at each phase boundary
-    /// (for tests: run foreground operations inside every phase). Returns false if there is no
-    /// such slot. Runs whatever the delta's size, under the restructure lock.
+    /// Runs `change` on the group in root slot `slot` now, whatever the policy says, calling
+    /// `hook` at each phase boundary (for tests: run foreground operations inside every
+    /// phase). Returns false, having done nothing, if there is no such group or the change does
+    /// not apply to it (a model split at [`Config::max_models`] or at one model per key, a
+    /// model merge of one model, a group split without a key above the pivot, a group merge
+    /// of the last group). [`Restructure::UpdateRoot`] ignores `slot`.
     ///
-    /// The hook runs on the compacting thread with the restructure lock held: it must not call
-    /// [`maintenance_step`](OrderedIndex::maintenance_step) or [`quiesce`](OrderedIndex::quiesce),
-    /// and must not wait for anything that needs the compaction to progress (at
-    /// [`Phase::Frozen`] a put of a new key waits for `tmp_buf`: run it on another thread).
+    /// The hook runs on the restructuring thread with the restructure lock held: it must not
+    /// call [`maintenance_step`](OrderedIndex::maintenance_step) or
+    /// [`quiesce`](OrderedIndex::quiesce), and must not wait for anything that needs the
+    /// change to progress (at [`Phase::Frozen`] a put of a new key waits for `tmp_buf`: run it
+    /// on another thread).
     #[doc(hidden)]
-    pub fn compact_slot_with(&self, slot: usize, mut hook: impl FnMut(Phase)) -> bool {
-        let restructurer = self.inner.restructurer();
-        let root = restructurer.root();
-        if slot >= root.slot_count() || root.group(slot).is_none() {
-            return false;
-        }
-        restructurer.compact(root.link(slot), &mut hook);
-        true
+    pub fn restructure_slot_with(
+        &self,
+        slot: usize,
+        change: Restructure,
+        mut hook: impl FnMut(Phase),
+    ) -> bool {
+        self.inner.restructurer().force(slot, change, &mut hook)
     }
 
     /// The number of root slots (for tests: the valid arguments of
-    /// [`compact_slot_with`](Self::compact_slot_with)).
+    /// [`restructure_slot_with`](Self::restructure_slot_with)).
     #[doc(hidden)]
     pub fn slot_count(&self) -> usize {
         self.inner.pin().root().slot_count()
@@ -258,7 +271,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
     fn stats(&self) -> Stats {
         let mut stats = self.inner.pin().stats();
         stats.keys = self.len();
-        stats.compactions = self.inner.compactions.load(Ordering::Relaxed);
+        self.inner.counters.fill(&mut stats);
         stats
     }
 
@@ -367,9 +380,9 @@ impl<K: IndexKey> Inner<K> {
         &self.config
     }
 
-    /// Counts one finished compaction.
-    pub(crate) fn count_compaction(&self) {
-        self.compactions.fetch_add(1, Ordering::Relaxed);
+    /// Counts one finished structural change.
+    pub(crate) fn count(&self, change: Restructure) {
+        self.counters.count(change);
     }
 
     /// The live-key counter, as a signed number.
@@ -385,18 +398,21 @@ impl<K: IndexKey> Drop for Inner<K> {
         // background thread runs any more (they hold an `Arc` to it); `root` came from
         // `Box::into_raw` and is freed only here.
         let root = unsafe { Box::from_raw(root) };
-        let mut groups = HashSet::new();
+        // In structural order, so that drops are deterministic (loom replays them).
+        let mut seen = HashSet::new();
+        let mut groups = Vec::new();
         for slot in 0..root.slot_count() {
             let mut group = root.link(slot).load(Ordering::Acquire);
-            while !group.is_null() && groups.insert(group) {
+            while !group.is_null() && seen.insert(group) {
+                groups.push(group);
                 // SAFETY: exclusive access; every reachable group is allocated until freed
-                // below, once (deduplicated by `groups`).
+                // below, once (deduplicated by `seen`).
                 group = unsafe { &*group }.next_ptr();
             }
         }
         for group in groups {
             // SAFETY: `group` came from `Box::into_raw`, is reachable (so not freed by a
-            // compaction) and appears once in the set.
+            // restructurer) and appears once in the list.
             drop(unsafe { Box::from_raw(group) });
         }
     }
@@ -444,6 +460,26 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         let root = self.inner.root.load(Ordering::Acquire);
         // SAFETY: roots are freed only by a restructurer, and this one holds the lock.
         unsafe { &*root }
+    }
+
+    /// Publishes `new` as the root and returns the old one, which the caller frees with
+    /// [`retire_root`](Self::retire_root) after a grace period.
+    pub(crate) fn replace_root(&self, new: Root<K>) -> *mut Root<K> {
+        self.inner
+            .root
+            .swap(Box::into_raw(Box::new(new)), Ordering::AcqRel)
+    }
+
+    /// Frees a root that [`replace_root`](Self::replace_root) returned.
+    ///
+    /// # Safety
+    ///
+    /// `root` came from `replace_root`, is freed once, a grace period has passed since it was
+    /// replaced, and the restructurer holds no reference into it.
+    pub(crate) unsafe fn retire_root(&self, root: *mut Root<K>) {
+        // SAFETY: roots are published from `Box::into_raw`; by the contract no operation can
+        // still hold this one and this is its only release.
+        drop(unsafe { Box::from_raw(root) });
     }
 
     /// The group held by `link` (a root slot or a group's `next`), unless it is NULL.

@@ -21,16 +21,20 @@ mod sealed {
 }
 
 /// A key type XIndex-R can index: `u64` or `Vec<u8>` (sealed).
-pub trait IndexKey: Key + sealed::Sealed {
+pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// The root model that predicts a group from a key.
     type RootModel: Debug + Send + Sync;
 
-    /// Trains the root model over the groups' pivots (non-empty, strictly increasing).
-    fn train_root(pivots: &[Self], config: &Config) -> Self::RootModel;
+    /// Trains the root model over the groups' pivots (non-empty, strictly increasing); a root
+    /// update passes the `previous` model, whose size the new one adapts (§3.3, root update).
+    fn train_root(
+        pivots: &[Self],
+        previous: Option<&Self::RootModel>,
+        config: &Config,
+    ) -> Self::RootModel;
 
-    /// The index of the last pivot `<= key`, or 0 when `key` is below every pivot (the first
-    /// group's pivot acts as minus infinity, §3.1).
-    fn route(model: &Self::RootModel, pivots: &[Self], key: &Self::Query) -> usize;
+    /// How many of `pivots` (those the model was trained on) are `<= key`.
+    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &Self::Query) -> usize;
 
     /// Splits the strictly increasing `keys` of a bulk load into the key ranges of the initial
     /// groups, in order, covering every key (each range non-empty).
@@ -46,13 +50,9 @@ pub trait IndexKey: Key + sealed::Sealed {
     fn heap_bytes(&self) -> usize;
 }
 
-/// The index of the last pivot `<= key`, given the lower bound `lb` of `key` in `pivots`.
-fn last_at_or_below<K: Key>(pivots: &[K], key: &K::Query, lb: usize) -> usize {
-    if pivots.get(lb).is_some_and(|p| p.borrow() == key) {
-        lb
-    } else {
-        lb.saturating_sub(1)
-    }
+/// How many of `pivots` are `<= key`, given the lower bound `lb` of `key` in `pivots`.
+fn count_at_or_below<K: Key>(pivots: &[K], key: &K::Query, lb: usize) -> usize {
+    lb + usize::from(pivots.get(lb).is_some_and(|p| p.borrow() == key))
 }
 
 /// `ranges` with every range longer than `max` cut into pieces of at most `max` keys.
@@ -71,14 +71,41 @@ fn cap_ranges(ranges: impl IntoIterator<Item = Range<usize>>, max: usize) -> Vec
 impl IndexKey for u64 {
     type RootModel = Rmi;
 
-    fn train_root(pivots: &[Self], _config: &Config) -> Rmi {
-        Rmi::build(pivots, (pivots.len() / 4).max(1))
-            .expect("pivots are non-empty and strictly increasing")
+    /// Starts from the previous leaf count (a quarter of the pivots at first), then doubles
+    /// the leaves while their mean error exceeds `e` and halves them while it stays within
+    /// `e·f`, keeping a halving only if the error stays within `e` (so the two rules cannot
+    /// ping-pong), at most ten times (the reference code's limit).
+    fn train_root(pivots: &[Self], previous: Option<&Rmi>, config: &Config) -> Rmi {
+        let build = |leaves: usize| {
+            Rmi::build(pivots, leaves).expect("pivots are non-empty and strictly increasing")
+        };
+        let most = pivots.len();
+        let start = previous.map_or(pivots.len() / 4, Rmi::leaf_count);
+        let mut rmi = build(start.clamp(1, most));
+        let (high, low) = (
+            config.error_bound as f64,
+            config.error_bound as f64 * config.tolerance,
+        );
+        for _ in 0..10 {
+            let (error, leaves) = (rmi.mean_leaf_error(), rmi.leaf_count());
+            if error > high && leaves < most {
+                rmi = build((leaves * 2).min(most));
+            } else if error <= low && leaves > 1 {
+                let smaller = build(leaves / 2);
+                if smaller.mean_leaf_error() > high {
+                    break;
+                }
+                rmi = smaller;
+            } else {
+                break;
+            }
+        }
+        rmi
     }
 
     #[inline]
-    fn route(model: &Rmi, pivots: &[Self], key: &u64) -> usize {
-        last_at_or_below(pivots, key, model.lower_bound(pivots, *key))
+    fn count_at_or_below(model: &Rmi, pivots: &[Self], key: &u64) -> usize {
+        count_at_or_below(pivots, key, model.lower_bound(pivots, *key))
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
@@ -115,14 +142,19 @@ fn grouping(config: &Config) -> GreedyGrouping {
 impl IndexKey for Vec<u8> {
     type RootModel = PiecewiseRoot<Vec<u8>>;
 
-    fn train_root(pivots: &[Self], config: &Config) -> Self::RootModel {
+    /// The piecewise-linear root adapts itself: greedy grouping sizes its pieces by error.
+    fn train_root(
+        pivots: &[Self],
+        _previous: Option<&Self::RootModel>,
+        config: &Config,
+    ) -> Self::RootModel {
         PiecewiseRoot::build_grouped(pivots, &grouping(config))
             .expect("pivots are non-empty and strictly increasing; the steps are valid")
     }
 
     #[inline]
-    fn route(model: &Self::RootModel, pivots: &[Self], key: &[u8]) -> usize {
-        last_at_or_below(pivots, key, model.lower_bound(pivots, key))
+    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &[u8]) -> usize {
+        count_at_or_below(pivots, key, model.lower_bound(pivots, key))
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
@@ -150,29 +182,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn integer_routing_finds_the_last_pivot_at_or_below() {
+    fn integer_routing_counts_the_pivots_at_or_below() {
         let pivots: Vec<u64> = vec![10, 20, 30, 1_000];
-        let root = u64::train_root(&pivots, &Config::default());
-        let route = |key| u64::route(&root, &pivots, &key);
-        assert_eq!(route(0), 0, "below every pivot: the first group");
-        assert_eq!(route(10), 0);
-        assert_eq!(route(19), 0);
-        assert_eq!(route(20), 1);
-        assert_eq!(route(999), 2);
-        assert_eq!(route(u64::MAX), 3);
+        let root = u64::train_root(&pivots, None, &Config::default());
+        let count = |key| u64::count_at_or_below(&root, &pivots, &key);
+        assert_eq!(count(0), 0, "below every pivot");
+        assert_eq!(count(10), 1);
+        assert_eq!(count(19), 1);
+        assert_eq!(count(20), 2);
+        assert_eq!(count(999), 3);
+        assert_eq!(count(u64::MAX), 4);
     }
 
     #[test]
     fn string_routing_handles_prefixes() {
         let pivots: Vec<Vec<u8>> = vec![b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()];
-        let root = Vec::<u8>::train_root(&pivots, &Config::default());
-        let route = |key: &[u8]| Vec::<u8>::route(&root, &pivots, key);
-        assert_eq!(route(b""), 0);
-        assert_eq!(route(b"a"), 0);
-        assert_eq!(route(b"aa"), 0);
-        assert_eq!(route(b"ab"), 1);
-        assert_eq!(route(b"abz"), 1);
-        assert_eq!(route(b"zz"), 2);
+        let root = Vec::<u8>::train_root(&pivots, None, &Config::default());
+        let count = |key: &[u8]| Vec::<u8>::count_at_or_below(&root, &pivots, key);
+        assert_eq!(count(b""), 0);
+        assert_eq!(count(b"a"), 1);
+        assert_eq!(count(b"aa"), 1);
+        assert_eq!(count(b"ab"), 2);
+        assert_eq!(count(b"abz"), 2);
+        assert_eq!(count(b"zz"), 3);
     }
 
     #[test]

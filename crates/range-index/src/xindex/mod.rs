@@ -5,14 +5,18 @@
 //! over the groups' pivots finds a key's group. Background compaction merges each delta into
 //! its array in two phases without blocking foreground work (§3.2).
 //!
+//! Groups adapt at run time (§3.3): a background policy splits and merges models and
+//! groups by their error and delta size and rebuilds the root over the new groups.
+//!
 //! Modules, one per concept: [`config`](Config), `error`, `key` (what a key type provides:
 //! root model and initial grouping), `record` (Algorithm 5), `group`, `root`, `index` (the
-//! index and its point operations), `scan`, `compaction` (Algorithm 3), `background`, `stats`,
+//! index and its point operations), `scan`, the structural changes — `restructure` (what they
+//! share), `compaction` (Algorithm 3), `retrain` (model split and merge), `split` (Algorithm
+//! 4), `merge` (group merge), `root_update` — then `policy` (Table 2), `background`, `stats`,
 //! `validate` (the invariants of digest §8), and the delta index `delta`.
 //!
-//! This increment implements the core index with two-phase compaction; model split/merge,
-//! group split/merge, root updates and the sequential-insert path come next (the structure
-//! already honours `next` chains and NULL root slots).
+//! Not yet built: the sequential-insert fast path (§3.5.2) and disjoint group ownership for
+//! several background threads.
 
 mod background;
 mod compaction;
@@ -22,16 +26,22 @@ mod error;
 mod group;
 mod index;
 mod key;
+mod merge;
+mod policy;
 mod record;
+mod restructure;
+mod retrain;
 mod root;
+mod root_update;
 mod scan;
+mod split;
 mod stats;
 mod validate;
 
-pub use compaction::Phase;
 pub use config::{Config, MAX_MODELS};
 pub use delta::{DeltaIndex, DeltaIter};
 pub use error::Error;
 pub use index::XIndex;
 pub use key::IndexKey;
+pub use restructure::{Phase, Restructure};
 pub use scan::Range;

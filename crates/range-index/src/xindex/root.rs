@@ -21,20 +21,30 @@ use crate::xindex::key::IndexKey;
 pub(crate) struct Root<K: IndexKey> {
     pivots: Box<[K]>,
     slots: Box<[AtomicPtr<Group<K>>]>,
-    model: K::RootModel,
+    /// The model over `pivots[1..]` (none with one group): the first group's pivot is the
+    /// smallest key, minus infinity for routing, and would only skew the model.
+    model: Option<K::RootModel>,
 }
 
 impl<K: IndexKey> Root<K> {
-    /// A root over `groups` (non-empty, pivots strictly increasing), published as raw
-    /// pointers; the index owns them from now on.
-    pub(crate) fn new(groups: Vec<Box<Group<K>>>, config: &Config) -> Self {
+    /// A root over `groups`: non-empty, pivots strictly increasing, each from
+    /// `Box::into_raw` and owned by the index. A root update passes the `previous` root, whose
+    /// model size the new model adapts.
+    pub(crate) fn new(
+        groups: Vec<*mut Group<K>>,
+        previous: Option<&Self>,
+        config: &Config,
+    ) -> Self {
         assert!(!groups.is_empty(), "a root indexes at least one group");
-        let pivots: Box<[K]> = groups.iter().map(|g| g.pivot().clone()).collect();
-        let model = K::train_root(&pivots, config);
-        let slots = groups
-            .into_iter()
-            .map(|g| AtomicPtr::new(Box::into_raw(g)))
+        let pivots: Box<[K]> = groups
+            .iter()
+            // SAFETY: the caller passes live groups of the index (function comment) and holds
+            // the protection under which they were reached or built.
+            .map(|&group| unsafe { &*group }.pivot().clone())
             .collect();
+        let previous = previous.and_then(|root| root.model.as_ref());
+        let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
+        let slots = groups.into_iter().map(AtomicPtr::new).collect();
         Self {
             pivots,
             slots,
@@ -52,10 +62,12 @@ impl<K: IndexKey> Root<K> {
         &self.pivots
     }
 
-    /// The slot whose pivot is the last one `<= key` (0 below every pivot).
+    /// The slot whose pivot is the last one `<= key`.
     #[inline]
     pub(crate) fn slot_of(&self, key: &K::Query) -> usize {
-        K::route(&self.model, &self.pivots, key)
+        self.model.as_ref().map_or(0, |model| {
+            K::count_at_or_below(model, &self.pivots[1..], key)
+        })
     }
 
     /// The group in slot `index`, unless the slot is NULL.
@@ -76,38 +88,47 @@ impl<K: IndexKey> Root<K> {
     /// The group responsible for `key` (`get_group`).
     #[inline]
     pub(crate) fn locate(&self, key: &K::Query) -> &Group<K> {
-        self.locate_with_slot(key).1
+        self.locate_with_end(key).0
     }
 
-    /// The group responsible for `key` and the slot whose `next` chain holds it.
+    /// The group responsible for `key`, and the end (exclusive; `None`: unbounded) of the key
+    /// range it answers for: the pivot of the next group of its chain or, at the chain's end,
+    /// of the root slot after the one `key` falls in. A NULL slot was merged into the chain
+    /// on its left, so walking left over it and ending at the next slot is right even when
+    /// the group in hand is a stale node that a merge has replaced: the end is then that of the
+    /// node's own range, never beyond it.
     #[inline]
-    pub(crate) fn locate_with_slot(&self, key: &K::Query) -> (usize, &Group<K>) {
-        let (slot, mut group) = (0..=self.slot_of(key))
+    pub(crate) fn locate_with_end(&self, key: &K::Query) -> (&Group<K>, Option<&K>) {
+        let slot = self.slot_of(key);
+        let mut group = (0..=slot)
             .rev()
-            .find_map(|i| Some((i, self.group(i)?)))
+            .find_map(|i| self.group(i))
             .expect("slot 0 always holds a group");
-        while let Some(next) = group.next()
-            && next.pivot().borrow() <= key
-        {
+        while let Some(next) = group.next() {
+            if next.pivot().borrow() > key {
+                return (group, Some(next.pivot()));
+            }
             group = next;
         }
-        (slot, group)
+        (group, self.pivots.get(slot + 1))
     }
 
-    /// Every reachable group once, in key order: each slot's group and its `next` chain,
-    /// skipping NULL slots and groups already reached through a chain.
+    /// Every reachable group once, in key order (each slot's group and its chain, NULL slots
+    /// skipped: a group before NULL slots is reached once per slot it answers for, and
+    /// reported once).
     pub(crate) fn groups(&self) -> impl Iterator<Item = &Group<K>> {
-        let mut last: Option<&Group<K>> = None;
-        (0..self.slot_count())
-            .filter_map(|i| self.group(i))
-            .flat_map(|first| std::iter::successors(Some(first), |g| g.next()))
-            .filter(move |group| {
-                let fresh = last.is_none_or(|last| group.pivot() > last.pivot());
-                if fresh {
-                    last = Some(group);
-                }
-                fresh
-            })
+        let first = self.group(0).expect("slot 0 always holds a group");
+        let first_end = first.next().map(Group::pivot).or(self.pivots.get(1));
+        let mut previous: Option<&Group<K>> = None;
+        std::iter::successors(Some((first, first_end)), |&(_, end)| {
+            Some(self.locate_with_end(end?.borrow()))
+        })
+        .map(|(group, _)| group)
+        .filter(move |&group| {
+            let fresh = previous.is_none_or(|previous| !std::ptr::eq(previous, group));
+            previous = Some(group);
+            fresh
+        })
     }
 
     /// An estimate of the bytes the root owns (not its groups).

@@ -1,8 +1,9 @@
 //! Range scans (§3.2, "scan"; digest §3.6): a k-way merge, per group, of the array (from the
 //! start key's lower bound), `buf` and `tmp_buf`, taking for each key the first live value in
-//! the lookup order `data_array → buf → tmp_buf`; then the next group of the `next` chain or,
-//! at a chain's end, of the following root slots (NULL slots skipped, and a group reached both
-//! through a chain and through a slot visited once, by pivot).
+//! the lookup order `data_array → buf → tmp_buf` and stopping at the end of the group's range;
+//! then the group found from that end by the root
+//! ([`Root::locate_with_end`](crate::xindex::root::Root::locate_with_end)), so a group that a
+//! merge made stale is never asked for keys beyond its own range.
 //!
 //! Scans read each record consistently but are not snapshots: a pair is returned if its
 //! record was live when the scan read it.
@@ -35,46 +36,39 @@ impl<K: IndexKey> Inner<K> {
         }
         let pinned = self.pin();
         let root = pinned.root();
-        let (mut slot, mut group) = match start {
-            Bound::Included(key) | Bound::Excluded(key) => root.locate_with_slot(key),
-            Bound::Unbounded => (0, root.group(0).expect("slot 0 always holds a group")),
+        // Every key is >= the smallest key, so an unbounded start is a start from it.
+        let min_key = K::min_key();
+        let mut position = match start {
+            Bound::Included(key) | Bound::Excluded(key) => key,
+            Bound::Unbounded => min_key.borrow(),
         };
         let mut from = start;
         loop {
-            if scan_group(group, from, end, n, &mut out) {
+            let (group, group_end) = root.locate_with_end(position);
+            if scan_group(group, from, end, group_end, n, &mut out) {
                 return out;
             }
-            from = Bound::Unbounded;
-            let pivot = group.pivot();
-            group = loop {
-                let candidate = match group.next() {
-                    Some(next) => next,
-                    None => {
-                        let Some((index, next)) =
-                            (slot + 1..root.slot_count()).find_map(|i| Some((i, root.group(i)?)))
-                        else {
-                            return out;
-                        };
-                        slot = index;
-                        next
-                    }
-                };
-                if candidate.pivot() > pivot {
-                    break candidate;
-                }
-                // Already visited through a `next` chain.
-                group = candidate;
+            let Some(group_end) = group_end else {
+                return out;
             };
+            // From the next group's pivot: the views of a group being split, and the groups
+            // being merged (through their shared `tmp_buf`), hold keys of their neighbours'
+            // ranges too.
+            position = group_end.borrow();
+            from = Bound::Included(position);
         }
     }
 }
 
-/// Appends to `out` the live pairs of `group` within `(start, end)` until `out` holds `limit`
-/// pairs; true if the scan is complete (limit reached or a key past `end` seen).
+/// Appends to `out` the live pairs of `group` within `(start, end)` and below `group_end`
+/// (the next group's pivot) until
+/// `out` holds `limit` pairs; true if the scan is complete (limit reached or a key past `end`
+/// seen).
 fn scan_group<K: IndexKey>(
     group: &Group<K>,
     start: Bound<&K::Query>,
     end: Bound<&K::Query>,
+    group_end: Option<&K>,
     limit: usize,
     out: &mut Vec<(K, u64)>,
 ) -> bool {
@@ -95,6 +89,11 @@ fn scan_group<K: IndexKey>(
         let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().min() else {
             return false;
         };
+        // The group's range first: a `tmp_buf` shared by groups being merged holds keys of
+        // the next group, which say nothing about where the scan ends.
+        if group_end.is_some_and(|group_end| key >= group_end) {
+            return false;
+        }
         if past_end(key.borrow(), end) {
             return true;
         }

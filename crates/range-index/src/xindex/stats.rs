@@ -1,9 +1,42 @@
 //! Statistics of an XIndex-R (digest §7 item 26): groups, models and their mean error, delta
-//! index sizes, compaction counts and an estimate of the memory footprint.
+//! index sizes, counts of each structural change and an estimate of the memory footprint.
+
+use concurrency::sync::atomic::{AtomicU64, Ordering};
 
 use crate::Stats;
 use crate::xindex::index::Pinned;
 use crate::xindex::key::IndexKey;
+use crate::xindex::restructure::Restructure;
+
+/// How many structural changes of each kind have finished.
+pub(crate) struct Counters {
+    counts: [AtomicU64; Restructure::ALL.len()],
+}
+
+impl Counters {
+    /// All zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Counts one finished `change`.
+    pub(crate) fn count(&self, change: Restructure) {
+        self.counts[change as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes the counts into `stats`.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
+        let count = |change: Restructure| self.counts[change as usize].load(Ordering::Relaxed);
+        stats.compactions = count(Restructure::Compact);
+        stats.model_splits = count(Restructure::SplitModel);
+        stats.model_merges = count(Restructure::MergeModel);
+        stats.group_splits = count(Restructure::SplitGroup);
+        stats.group_merges = count(Restructure::MergeGroup);
+        stats.root_updates = count(Restructure::UpdateRoot);
+    }
+}
 
 impl<K: IndexKey> Pinned<'_, K> {
     /// The structural statistics (the caller fills in the counters).

@@ -1,0 +1,205 @@
+//! The runtime adjustment policy (§3.3, Table 2; digest §3.13): one maintenance pass over every
+//! group, and the forced changes of the test hook.
+//!
+//! Per group, at most one change per pass (the reference code's guard against ping-pong), in
+//! this order, with `err` the mean over the group's models of their largest error:
+//!
+//! | change | trigger |
+//! |---|---|
+//! | group split | `buf` holds more than `s` keys, or `err > e` with `m` models |
+//! | model split | `err > e` with fewer than `m` models |
+//! | model merge | `err <= e·f` with more than one model, if one model fewer stays within `e` |
+//! | group merge | with the next group: both one model (or none), `err <= e·f`, `buf <= s·f`, together at most [`max_group_size`](crate::xindex::Config::max_group_size) keys, and one model over both within `e` |
+//! | compaction | `buf` holds more than the compaction threshold |
+//!
+//! A pass that split or merged groups ends with a root update. The right half of a split and
+//! the result of a merge are not revisited in the same pass.
+//!
+//! Decisions on the digest's gaps (§9): the error metric is the mean of the models' largest
+//! errors, in positions (reference code); the group-merge buffer condition is the paper's
+//! `s·f`; model and group merges are checked against a trial fit, so a merge never produces
+//! a group that the next pass would split again. Every condition reads a group that no one
+//! else restructures (the pass holds the restructure lock), so its figures are stable except
+//! `buf`'s size, which only grows.
+
+use concurrency::sync::atomic::AtomicPtr;
+
+use crate::xindex::group::{Group, mean_error, train};
+use crate::xindex::index::{Inner, Restructurer};
+use crate::xindex::key::IndexKey;
+use crate::xindex::merge::Successor;
+use crate::xindex::restructure::{Phase, Restructure};
+
+impl<K: IndexKey> Inner<K> {
+    /// One maintenance pass: every group checked against the policy, the delta index
+    /// compacted above `threshold` keys. True if it changed anything.
+    pub(crate) fn maintenance_pass(&self, threshold: usize) -> bool {
+        let restructurer = self.restructurer();
+        let mut changed = false;
+        let mut regrouped = false;
+        let root = restructurer.root();
+        for slot in 0..root.slot_count() {
+            let mut link = root.link(slot);
+            while let Some(group) = restructurer.group_at(link) {
+                let change = restructurer.decide(
+                    root_successor(&restructurer, slot, group),
+                    group,
+                    threshold,
+                );
+                let done = match change {
+                    Some(change) => restructurer.apply(link, slot, change, &mut |_| {}),
+                    None => false,
+                };
+                changed |= done;
+                regrouped |= done
+                    && matches!(
+                        change,
+                        Some(Restructure::SplitGroup | Restructure::MergeGroup)
+                    );
+                let current = restructurer
+                    .group_at(link)
+                    .expect("changes replace a group, never unlink its link");
+                link = match (done, change) {
+                    // Skip the right half.
+                    (true, Some(Restructure::SplitGroup)) => current
+                        .next()
+                        .expect("a split links its right half")
+                        .next_link(),
+                    _ => current.next_link(),
+                };
+            }
+        }
+        if regrouped {
+            restructurer.update_root(&mut |_| {});
+        }
+        changed
+    }
+}
+
+/// The group after `group` (in slot `slot`'s chain), and where it is linked from.
+fn root_successor<'a, K: IndexKey>(
+    restructurer: &'a Restructurer<'_, K>,
+    slot: usize,
+    group: &'a Group<K>,
+) -> Option<(Successor<'a, K>, &'a Group<K>)> {
+    if let Some(next) = group.next() {
+        return Some((Successor::Chained, next));
+    }
+    let root = restructurer.root();
+    (slot + 1..root.slot_count()).find_map(|index| {
+        let link = root.link(index);
+        restructurer
+            .group_at(link)
+            .map(|next| (Successor::Slot(link), next))
+    })
+}
+
+impl<K: IndexKey> Restructurer<'_, K> {
+    /// The change Table 2 asks for `group`, if any.
+    fn decide(
+        &self,
+        successor: Option<(Successor<'_, K>, &Group<K>)>,
+        group: &Group<K>,
+        threshold: usize,
+    ) -> Option<Restructure> {
+        let config = self.inner().config();
+        let (high, low) = (
+            config.error_bound as f64,
+            config.error_bound as f64 * config.tolerance,
+        );
+        let (error, models) = (group.mean_error(), group.models().len());
+        let buffered = group.buf().len();
+        if buffered > config.delta_threshold || (error > high && models >= config.max_models) {
+            return Some(Restructure::SplitGroup);
+        }
+        if error > high {
+            return Some(Restructure::SplitModel);
+        }
+        if error <= low && models > 1 && mean_error::<K>(&train(group.keys(), models - 1)) <= high {
+            return Some(Restructure::MergeModel);
+        }
+        if let Some((_, next)) = successor
+            && self.mergeable(group, next)
+        {
+            return Some(Restructure::MergeGroup);
+        }
+        (buffered > threshold).then_some(Restructure::Compact)
+    }
+
+    /// Whether two neighbouring groups satisfy Table 2's merge trigger and would make a group
+    /// within the error bound.
+    fn mergeable(&self, first: &Group<K>, second: &Group<K>) -> bool {
+        let config = self.inner().config();
+        let low = config.error_bound as f64 * config.tolerance;
+        let buffer_limit = config.delta_threshold as f64 * config.tolerance;
+        let quiet = |group: &Group<K>| {
+            group.models().len() <= 1
+                && group.mean_error() <= low
+                && group.buf().len() as f64 <= buffer_limit
+        };
+        if !(quiet(first) && quiet(second))
+            || first.keys().len() + second.keys().len() > config.max_group_size
+        {
+            return false;
+        }
+        let keys: Vec<K> = first.keys().iter().chain(second.keys()).cloned().collect();
+        mean_error::<K>(&train(&keys, 1)) <= config.error_bound as f64
+    }
+
+    /// Runs `change` on the group in root slot `slot` (the test hook); false if there is no
+    /// such group or the change does not apply.
+    pub(crate) fn force(
+        &self,
+        slot: usize,
+        change: Restructure,
+        hook: &mut dyn FnMut(Phase),
+    ) -> bool {
+        if change == Restructure::UpdateRoot {
+            self.update_root(hook);
+            return true;
+        }
+        let root = self.root();
+        if slot >= root.slot_count() || root.group(slot).is_none() {
+            return false;
+        }
+        self.apply(root.link(slot), slot, change, hook)
+    }
+
+    /// Runs `change` on the group held by `link`, in slot `slot`'s chain; false, having done
+    /// nothing, if it does not apply.
+    fn apply(
+        &self,
+        link: &AtomicPtr<Group<K>>,
+        slot: usize,
+        change: Restructure,
+        hook: &mut dyn FnMut(Phase),
+    ) -> bool {
+        let group = self
+            .group_at(link)
+            .expect("changes apply to a non-NULL link");
+        let models = group.models().len();
+        let keys = group.keys().len();
+        match change {
+            Restructure::Compact => self.compact(link, hook),
+            Restructure::SplitModel => {
+                if models >= self.inner().config().max_models.min(keys) {
+                    return false;
+                }
+                self.retrain(link, train(group.keys(), models + 1), change, hook);
+            }
+            Restructure::MergeModel => {
+                if models <= 1 {
+                    return false;
+                }
+                self.retrain(link, train(group.keys(), models - 1), change, hook);
+            }
+            Restructure::SplitGroup => return self.split_group(link, hook),
+            Restructure::MergeGroup => match root_successor(self, slot, group) {
+                Some((successor, _)) => self.merge_groups(link, successor, hook),
+                None => return false,
+            },
+            Restructure::UpdateRoot => self.update_root(hook),
+        }
+        true
+    }
+}

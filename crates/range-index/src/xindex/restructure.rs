@@ -1,0 +1,176 @@
+//! XIndex-R's structural changes (§3.2–3.3; digest §3.8–3.12), the steps they share, and the
+//! test hook's vocabulary.
+//!
+//! Every change is made by the holder of the restructure lock
+//! ([`Restructurer`]), so one group is restructured by one actor at a time, and only that
+//! actor frees groups and roots. The changes:
+//!
+//! - compaction (`compaction`): the delta index merged into a new array, in two phases;
+//! - model split and merge (`retrain`): a new node sharing the records, with other models;
+//! - group split (`split`): Algorithm 4, a logical split, then compaction into two groups;
+//! - group merge (`merge`): two neighbours compacted into one;
+//! - root update (`root_update`): a new root over every group, chains flattened.
+//!
+//! The shared steps are the merge phase's array of pointer records ([`pointer_records`]), the
+//! copy phase ([`Restructurer::copy_phase`]) and the reclamation of unlinked groups after the
+//! last barrier ([`Restructurer::retire`]). [`Phase`] names the boundaries at which the test
+//! hook of [`XIndex::restructure_slot_with`](crate::xindex::XIndex::restructure_slot_with)
+//! runs, and [`Restructure`] the change it asks for.
+
+use std::cmp::Ordering as KeyOrdering;
+
+use concurrency::RecordCell;
+
+use crate::xindex::group::{Group, Records};
+use crate::xindex::index::Restructurer;
+use crate::xindex::key::IndexKey;
+use crate::xindex::record;
+
+/// A boundary between two steps of a structural change, at which the test hook of
+/// [`XIndex::restructure_slot_with`](crate::xindex::XIndex::restructure_slot_with) runs.
+///
+/// Compaction, group split and group merge reach all six, in order; model split, model merge
+/// and root update reach only [`Swapped`](Phase::Swapped) and [`AfterB3`](Phase::AfterB3)
+/// (their one barrier is the reclamation barrier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// The delta indexes involved are frozen (for a group split: the two frozen views are
+    /// published); barrier B1 has not run.
+    Frozen,
+    /// B1 has passed and the `tmp_buf`s are published; the merge has not started.
+    AfterB1,
+    /// The new group(s) or root replaced the old; B2 (or the reclamation barrier) has not run.
+    Swapped,
+    /// B2 has passed; the copy phase has not started.
+    AfterB2,
+    /// The first half of the new records hold values, the second half still pointers.
+    MidCopy,
+    /// The last barrier has passed; the old groups or root are about to be freed.
+    AfterB3,
+}
+
+impl Phase {
+    /// Every phase boundary, in the order a compaction reaches them.
+    pub const ALL: [Phase; 6] = [
+        Phase::Frozen,
+        Phase::AfterB1,
+        Phase::Swapped,
+        Phase::AfterB2,
+        Phase::MidCopy,
+        Phase::AfterB3,
+    ];
+}
+
+/// A structural change, as run by the background policy or forced by
+/// [`XIndex::restructure_slot_with`](crate::xindex::XIndex::restructure_slot_with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Restructure {
+    /// Two-phase compaction of the group (§3.2.1).
+    Compact,
+    /// The group retrained with one more model (model split, §3.3).
+    SplitModel,
+    /// The group retrained with one model fewer (model merge, §3.3).
+    MergeModel,
+    /// The group split in two (Algorithm 4).
+    SplitGroup,
+    /// The group merged with the group that follows it (§3.3).
+    MergeGroup,
+    /// A new root over every group (§3.3); the slot is ignored.
+    UpdateRoot,
+}
+
+impl Restructure {
+    /// Every kind of change.
+    pub const ALL: [Restructure; 6] = [
+        Restructure::Compact,
+        Restructure::SplitModel,
+        Restructure::MergeModel,
+        Restructure::SplitGroup,
+        Restructure::MergeGroup,
+        Restructure::UpdateRoot,
+    ];
+}
+
+/// The merge phase's array: one pointer record per live record of `group`'s array and of its
+/// `buf` (frozen and insert-free since barrier B1), in key order. Removed records and entries
+/// are left out: neither is ever revived.
+pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>) -> Records<K> {
+    let capacity = group.keys().len() + group.buf().len();
+    let mut keys = Vec::with_capacity(capacity);
+    let mut cells = Vec::with_capacity(capacity);
+    let mut push = |key: &K, cell: &RecordCell| {
+        debug_assert!(
+            !cell.read().0.is_ptr(),
+            "the previous copy phase left no pointer (pointer depth is 1)"
+        );
+        if record::read(cell).is_some() {
+            keys.push(key.clone());
+            cells.push(record::pointer_to(cell));
+        }
+    };
+    let mut array = group.keys().iter().zip(group.cells()).peekable();
+    let mut delta = group.buf().iter().peekable();
+    loop {
+        let order = match (array.peek(), delta.peek()) {
+            (None, None) => break,
+            (Some(_), None) => KeyOrdering::Less,
+            (None, Some(_)) => KeyOrdering::Greater,
+            (Some((a, _)), Some((d, _))) => (*a).cmp(*d),
+        };
+        match order {
+            KeyOrdering::Less => {
+                let (key, cell) = array.next().expect("peeked");
+                push(key, cell);
+            }
+            KeyOrdering::Greater => {
+                let (key, cell) = delta.next().expect("peeked");
+                push(key, cell);
+            }
+            KeyOrdering::Equal => {
+                // A removed array record whose key was inserted again into `buf`: at most one
+                // of the two is live (I1), and that one is kept.
+                let (key, array_cell) = array.next().expect("peeked");
+                let (_, delta_cell) = delta.next().expect("peeked");
+                let live = if record::read(array_cell).is_some() {
+                    array_cell
+                } else {
+                    delta_cell
+                };
+                push(key, live);
+            }
+        }
+    }
+    Records::new(keys, cells)
+}
+
+impl<K: IndexKey> Restructurer<'_, K> {
+    /// The copy phase: `replace_pointer` on every record of `groups` (which the restructurer
+    /// published after merging, and which B2 has passed since), with the
+    /// [`MidCopy`](Phase::MidCopy) hook halfway.
+    pub(crate) fn copy_phase(&self, groups: &[&Group<K>], hook: &mut dyn FnMut(Phase)) {
+        let total: usize = groups.iter().map(|group| group.cells().len()).sum();
+        let mut cells = groups.iter().flat_map(|group| group.cells());
+        cells
+            .by_ref()
+            .take(total / 2)
+            .for_each(record::replace_pointer);
+        hook(Phase::MidCopy);
+        cells.for_each(record::replace_pointer);
+    }
+
+    /// Frees groups this restructurer unlinked.
+    ///
+    /// # Safety
+    ///
+    /// Each pointer came from `Box::into_raw`, appears once, is reachable from no link of
+    /// the index any more, and a grace period ([`synchronize`](Self::synchronize)) has passed
+    /// since it was unlinked and since the copy phase replaced the last pointer record into
+    /// it; the restructurer holds no reference to it any more.
+    pub(crate) unsafe fn retire(&self, groups: impl IntoIterator<Item = *mut Group<K>>) {
+        for group in groups {
+            // SAFETY: by the function's contract, no operation can reach `group` any more and
+            // this is its only release.
+            drop(unsafe { Box::from_raw(group) });
+        }
+    }
+}
