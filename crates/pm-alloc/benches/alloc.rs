@@ -1,0 +1,3 @@
+//! Allocator benchmarks (placeholder).
+
+fn main() {}
