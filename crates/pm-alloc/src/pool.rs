@@ -9,11 +9,13 @@
 //!
 //! 1. **reserve** ([`Pool::reserve`]) picks a free block in DRAM only; a crash forgets it;
 //! 2. the caller **initialises** the block;
-//! 3. **publish** ([`Pool::publish`]) flushes the block's bytes and writes the redo entry
-//!    `⟨publish, block, chunk header, destination, value⟩`, then fences (fence 1: the commit
-//!    point); applies it: writes the chunk header, sets the bit, stores the block's offset into
-//!    the destination word ([`PAtomicPtr`]), flushes those lines and fences (fence 2); clears
-//!    the entry and fences (fence 3);
+//! 3. **publish** ([`Pool::publish`]) persists the block's bytes (fence 0); writes the redo
+//!    entry `⟨publish, block, chunk header, destination, value⟩` and fences (fence 1: the
+//!    commit point); applies it: writes the chunk header, sets the bit, stores the block's
+//!    offset into the destination word ([`PAtomicPtr`]), flushes those lines and fences
+//!    (fence 2); clears the entry and fences (fence 3). Fence 0 cannot be merged into fence 1:
+//!    a log line may reach the media before its fence (evicted early), and recovery would then
+//!    publish a block whose bytes are not durable (the crash tests found exactly this);
 //! 4. **free** ([`Pool::free`], [`Pool::free_at`]) does the same with
 //!    `⟨free, block, chunk header, destination⟩`: clears the bit and, for `free_at`, nulls the
 //!    destination; the block is reused only after fence 3.
@@ -24,7 +26,7 @@
 //! store), so bit and destination end up set together. Hence after any crash: no leak (a set
 //! bit without its destination cannot persist), no double allocation (a block is handed out
 //! only while its bit is clear and only after its free is complete), no published object lost
-//! (the object's bytes were persisted at fence 1, before the pointer could be).
+//! (the object's bytes were persisted at fence 0, before the entry could be).
 //!
 //! Contract: the destination word belongs to the caller for the duration of the call (the
 //! structure's lock, or a thread-private log slot); no other thread frees the block before
@@ -962,7 +964,7 @@ impl Pool {
     /// Publishes a reserved block into `dest`, a word of this pool in the heap or a user log
     /// slot: persists the block's first `reservation.size()` bytes, marks the block allocated
     /// and stores its offset into `dest`, atomically with respect to crashes (module docs).
-    /// Costs three fences.
+    /// Costs four fences.
     pub fn publish<T>(
         &self,
         mut reservation: Reservation<'_>,
@@ -983,8 +985,11 @@ impl Pool {
         let check = inner
             .check_entry(&entry)
             .ok_or(Error::InvalidPointer { offset, len: 8 })?;
-        inner.flush_range(offset, reservation.size);
         reservation.done = true;
+        // The contents must be durable before the log entry can be: a log line may reach the
+        // media early (evicted before its fence), and recovery would then publish the block.
+        inner.flush_range(offset, reservation.size);
+        inner.fence()?;
         Inner::logged(inner, entry, check)?;
         Ok(PPtr::from_offset(offset))
     }
