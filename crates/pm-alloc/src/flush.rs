@@ -72,6 +72,7 @@ fn detect() -> FlushInstruction {
 }
 
 /// Writes back the cache line holding `*line` with the chosen instruction (not counted).
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn write_back<T>(line: &T) {
     let addr = std::ptr::from_ref(line).cast::<u8>();
@@ -100,6 +101,7 @@ pub(crate) fn write_back<T>(line: &T) {
 }
 
 /// Issues the store fence that orders earlier write-backs before later stores (not counted).
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn store_fence() {
     #[cfg(target_arch = "x86_64")]
@@ -162,6 +164,7 @@ pub fn thread_counters() -> PersistCounters {
 }
 
 /// Adds `lines` flushed lines to the calling thread's counters.
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn count_flushes(lines: u64) {
     FLUSHES.with(|c| c.set(c.get() + lines));
@@ -169,12 +172,13 @@ pub(crate) fn count_flushes(lines: u64) {
 }
 
 /// Adds one fence to the calling thread's counters.
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn count_fence() {
     FENCES.with(|c| c.set(c.get() + 1));
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

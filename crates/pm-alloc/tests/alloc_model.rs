@@ -3,6 +3,7 @@
 //! every block is aligned as asked and at least as large, the persistent chunk table holds
 //! exactly the model's blocks, contents are intact, a freed block is reusable at once (free
 //! lists), and a double free is refused.
+#![cfg(not(loom))]
 
 mod common;
 

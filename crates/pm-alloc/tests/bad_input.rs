@@ -1,5 +1,6 @@
 //! Bad input: foreign, corrupt, truncated and resized files, absurd options and requests, a
 //! pool held by another handle or another process. Each is a clear error, never a panic.
+#![cfg(not(loom))]
 
 mod common;
 

@@ -5,6 +5,7 @@
 //! overlaps another (no double allocation), and the recovered allocator keeps working.
 //!
 //! Prints `crash points: N` (run with `--nocapture`); N must be at least 10,000.
+#![cfg(not(loom))]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Pool behaviour: persistence across reopen in `Mapped` mode, the global version, the root,
 //! user logs, the write costs the counters report, and the allocator under real threads.
+#![cfg(not(loom))]
 
 mod common;
 

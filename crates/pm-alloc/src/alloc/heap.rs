@@ -119,41 +119,37 @@ impl VolatileHeap {
         lane.taken.store(false, Ordering::Release);
     }
 
-    /// A free block of `class` for the owner of `lane`, or `None` if the heap has none left.
+    /// A free block of `class` for the owner of `lane`, or `None` if the heap has none left
+    /// (other lanes' caches may still hold up to `cache_capacity` free blocks of the class).
     pub fn reserve_small(&self, lane: usize, class: usize) -> Option<u64> {
         let mut cache = self.lanes[lane].cache.lock();
         let blocks = &mut cache[class];
         if let Some(offset) = blocks.pop() {
             return Some(offset);
         }
-        let batch = self.shape.cache_capacity / 2;
-        {
-            let mut shared = self.shared[class].lock();
-            let keep = shared.len().saturating_sub(batch);
-            blocks.extend(shared.drain(keep..));
+        // Carving happens under the shared list's lock, so a thread that finds the list empty
+        // while another carves waits for the new blocks instead of reporting no space.
+        let mut shared = self.shared[class].lock();
+        if shared.is_empty() {
+            self.carve(class, &mut shared);
         }
-        if blocks.is_empty() {
-            self.carve(class, blocks);
-        }
+        let keep = shared
+            .len()
+            .saturating_sub((self.shape.cache_capacity / 2).max(1));
+        blocks.extend(shared.drain(keep..));
         blocks.pop()
     }
 
-    /// Cuts a free chunk into blocks of `class`: some into `cache`, the rest to the shared list.
-    fn carve(&self, class: usize, cache: &mut Vec<u64>) {
+    /// Cuts a free chunk into blocks of `class`, pushed highest first so that the lowest
+    /// offsets are taken first.
+    fn carve(&self, class: usize, shared: &mut Vec<u64>) {
         let Some(chunk) = self.take_chunks(1) else {
             return;
         };
         let size = self.shape.class_sizes[class];
         let start = self.chunk_offset(chunk);
         let count = self.shape.chunk_size / size;
-        // Highest offsets first, so the cache pops the chunk's blocks in ascending order.
-        let mut offsets = (0..count).rev().map(|i| start + i * size);
-        let keep = self.shape.cache_capacity.min(count as usize);
-        let spill = count as usize - keep;
-        self.shared[class]
-            .lock()
-            .extend(offsets.by_ref().take(spill));
-        cache.extend(offsets);
+        shared.extend((0..count).rev().map(|i| start + i * size));
     }
 
     /// A free run of `chunks` whole chunks (first fit), or `None`.

@@ -9,6 +9,8 @@
 //! per-thread redo log, and free the same way) lives in [`crate::pool`], whose docs explain why
 //! no crash can leak, double-allocate or lose a published block, and what recovery costs.
 
+#[cfg(not(loom))]
 pub(crate) mod chunk;
 pub mod heap;
+#[cfg(not(loom))]
 pub(crate) mod size_class;
