@@ -131,17 +131,23 @@ impl Mapping {
     pub(crate) fn get<T: Persistent>(&self, offset: u64) -> &T {
         let size = std::mem::size_of::<T>() as u64;
         assert!(
-            offset.is_multiple_of(std::mem::align_of::<T>() as u64)
+            self.is_aligned_for::<T>(offset)
                 && offset
                     .checked_add(size)
                     .is_some_and(|end| end <= self.len as u64),
             "pool value {offset:#x} out of bounds: callers validate offsets"
         );
-        // SAFETY: in bounds and aligned (checked above; the base is page-aligned, and no
-        // `Persistent` type needs more than page alignment in practice: a larger alignment
-        // fails the check instead); `T: Persistent` is valid for every bit pattern and mutable
-        // only through atomics, so a shared reference for the mapping's lifetime is sound.
+        // SAFETY: inside the live mapping and aligned for `T` (both checked above); the mapping
+        // lives as long as `&self`; `T: Persistent` is valid for every bit pattern and mutable
+        // only through atomics, so a shared reference never aliases a non-atomic access.
         unsafe { &*self.base.add(offset as usize).cast::<T>() }
+    }
+
+    /// Whether the address of byte `offset` is aligned for a `T`.
+    pub(crate) fn is_aligned_for<T>(&self, offset: u64) -> bool {
+        (self.base as usize)
+            .wrapping_add(offset as usize)
+            .is_multiple_of(std::mem::align_of::<T>())
     }
 
     /// The `n` words starting at byte `offset` (same checks as [`Mapping::word`]).

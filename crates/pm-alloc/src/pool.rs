@@ -1111,10 +1111,10 @@ impl Pool {
         let offset = ptr.offset();
         let len = size_of::<T>() as u64;
         let ok = offset >= self.inner.geo.heap
-            && offset.is_multiple_of(align_of::<T>() as u64)
             && offset
                 .checked_add(len)
-                .is_some_and(|end| end <= self.inner.geo.size);
+                .is_some_and(|end| end <= self.inner.geo.size)
+            && self.inner.map.is_aligned_for::<T>(offset);
         if !ok {
             return Err(Error::InvalidPointer { offset, len });
         }

@@ -1,7 +1,7 @@
 //! Offset pointers: the only kind of pointer stored in persistent memory.
 //!
 //! A pool may be mapped at a different address at every open, so PM never holds an address
-//! (DESIGN.md, "Persistent memory"; APEX digest §2.1 "[R]: use 64-bit pool offsets instead" of
+//! (DESIGN.md, "Persistent memory"; APEX digest §2.1 "\[R\]: use 64-bit pool offsets instead" of
 //! PMDK's fixed mapping address). [`PPtr<T>`] is a byte offset from the pool's start; offset 0
 //! is the pool header, so it doubles as the null pointer. [`PAtomicPtr<T>`] is the persistent
 //! cell holding one: an 8-byte atomic word, stored and persisted failure-atomically, and the

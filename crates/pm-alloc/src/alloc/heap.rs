@@ -2,7 +2,7 @@
 //! caches ("lanes").
 //!
 //! Nothing here is persistent. It is rebuilt at every open from the persistent chunk table
-//! ([`super::chunk`]) and only decides *which* free block a request gets; a block becomes
+//! (the `chunk` module) and only decides *which* free block a request gets; a block becomes
 //! allocated only when the pool publishes it (which sets its persistent bit). A crash therefore
 //! loses nothing but these caches.
 //!

@@ -1,6 +1,6 @@
 //! The crash-safe allocator: size classes, the persistent chunk table and the volatile heap.
 //!
-//! - [`size_class`](self) (private): which block a request gets (64 B to a quarter chunk in
+//! - `size_class` (private): which block a request gets (64 B to a quarter chunk in
 //!   ~1.5× steps, 64/256 B alignment), and large requests as whole-chunk runs;
 //! - `chunk` (private): the persistent chunk table, the allocator's only persistent metadata;
 //! - [`heap`]: the volatile free lists and per-thread caches, rebuilt at every open.
