@@ -1,5 +1,5 @@
 //! Loom models of XIndex-R's structural changes against foreground operations (digest §4.7
-//! cases 1–11), on the real index. Cases 1–6: one group holding keys 10 → 1 and 20 → 2,
+//! cases 1–11, and 12: the sequential-insert append), on the real index. Cases 1–6: one group holding keys 10 → 1 and 20 → 2,
 //! compacted on the main thread through the test hook while a worker thread runs an
 //! operation. Cases 7–11: group split, group merge (the two groups in two root slots, so the
 //! slot publication order matters), root update over a split chain, model split, and a reader
@@ -366,5 +366,26 @@ fn case11_reader_racing_the_reclamation_of_its_group() {
         let get = spawn(&index, |index| (index.get(&15), index.get(&20)));
         assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
         assert_eq!(get.join().expect("the gets finish"), (Some(3), Some(2)));
+    });
+}
+
+#[test]
+fn case12_sequential_append_during_compaction() {
+    // With the sequential hint a new key above the last is appended to the array under the
+    // group's lock; the append must land in the array the compaction merges, or in `tmp_buf`.
+    model("case12 append ‖ compaction", || {
+        let config = Config {
+            background_threads: 0,
+            sequential_inserts: true,
+            ..Config::default()
+        };
+        let index = Arc::new(XIndex::bulk_load(&[(10, 1), (20, 2)], config).expect("sorted"));
+        let put = spawn(&index, |index| (index.insert(30, 3), index.insert(20, 22)));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+        assert_eq!(put.join().expect("the puts finish"), (None, Some(2)));
+        assert_eq!(index.get(&30), Some(3));
+        assert_eq!(index.get(&20), Some(22));
+        settle(&index);
+        assert_eq!(index.len(), 3);
     });
 }

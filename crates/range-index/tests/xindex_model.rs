@@ -187,19 +187,26 @@ fn configs() -> impl Strategy<Value = Config> {
         prop_oneof![Just(1usize), Just(2), Just(3), Just(64)],
         prop_oneof![Just(1.0f64), Just(50.0)],
         prop_oneof![Just(1usize), Just(4)],
-        (prop_oneof![Just(1usize), Just(3), Just(256)], 1..=4usize),
+        (
+            prop_oneof![Just(1usize), Just(3), Just(256)],
+            1..=4usize,
+            any::<bool>(),
+        ),
     )
-        .prop_map(|(e, threshold, max_group, et, pt, (s, m))| Config {
-            error_bound: e,
-            delta_threshold: s,
-            max_models: m,
-            compaction_threshold: threshold,
-            max_group_size: max_group,
-            string_error_threshold: et,
-            string_partial_len: pt,
-            background_threads: 0,
-            ..Config::default()
-        })
+        .prop_map(
+            |(e, threshold, max_group, et, pt, (s, m, sequential))| Config {
+                sequential_inserts: sequential,
+                error_bound: e,
+                delta_threshold: s,
+                max_models: m,
+                compaction_threshold: threshold,
+                max_group_size: max_group,
+                string_error_threshold: et,
+                string_partial_len: pt,
+                background_threads: 0,
+                ..Config::default()
+            },
+        )
 }
 
 fn int_keys() -> BoxedStrategy<u64> {
@@ -326,6 +333,38 @@ fn empty_index_grows_and_shrinks() {
     assert_eq!((stats.groups, stats.records, stats.models), (1, 0, 0));
     assert_eq!(index.insert(5, 5), None);
     assert_eq!(index.get(&5), Some(5));
+}
+
+#[test]
+fn sequential_inserts_append_to_the_arrays() {
+    let config = Config {
+        background_threads: 0,
+        sequential_inserts: true,
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..1_000u64).map(|i| (i * 2, i)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted");
+    for key in 2_000..3_000u64 {
+        assert_eq!(index.insert(key, key), None);
+    }
+    let stats = index.stats();
+    assert_eq!(
+        stats.delta_keys, 0,
+        "ascending inserts bypass the delta index"
+    );
+    assert_eq!(stats.records, 2_000);
+    // A key below the last one goes to the delta index; an appended key can be updated.
+    assert_eq!(index.insert(1, 1), None);
+    assert_eq!(index.insert(2_500, 7), Some(2_500));
+    assert_eq!(index.stats().delta_keys, 1);
+    index.quiesce();
+    index.validate();
+    assert_eq!(index.len(), 2_001);
+    assert_eq!(index.get(&2_999), Some(2_999));
+    assert_eq!(
+        index.scan(&1_998, 3),
+        vec![(1_998, 999), (2_000, 2_000), (2_001, 2_001)]
+    );
 }
 
 #[test]

@@ -38,7 +38,9 @@ impl<K: IndexKey> Restructurer<'_, K> {
             let tmp = Arc::new(DeltaIndex::new());
             old.publish_tmp_buf(&tmp);
             hook(Phase::AfterB1);
-            let records = pointer_records(old);
+            let config = self.inner().config();
+            let len = old.keys().len() + old.buf().len();
+            let records = pointer_records(old, config.spare_for(len));
             let models = train(records.keys(), old.models().len());
             let new = Group::new(old.pivot().clone(), records, models, tmp, old.next_ptr());
             Box::into_raw(Box::new(new))
@@ -52,6 +54,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             .expect("the new group was just published");
         self.copy_phase(&[new], hook);
         self.synchronize(); // B3
+        new.enable_appends();
         hook(Phase::AfterB3);
         // SAFETY: `old_ptr` was unlinked by the swap above, B2 and B3 have passed since, and
         // the copy phase replaced every pointer into it before B3; the borrow of it ended with

@@ -47,6 +47,11 @@ pub struct Config {
     /// `pt`: the longest partial key, in bytes, of a group of string keys built by greedy
     /// grouping (4).
     pub string_partial_len: usize,
+    /// The user's hint that keys are mostly inserted in ascending order (§3.5.2; false):
+    /// groups keep as much spare capacity as they hold keys (at least 64 slots), and a new key
+    /// above a group's last key is appended to its array under a per-group lock instead of
+    /// going through the delta index. Every insert of a new key then takes that lock.
+    pub sequential_inserts: bool,
 }
 
 impl Default for Config {
@@ -62,6 +67,7 @@ impl Default for Config {
             max_group_size: 1 << 16,
             string_error_threshold: 50.0,
             string_partial_len: 4,
+            sequential_inserts: false,
         }
     }
 }
@@ -70,6 +76,15 @@ impl Default for Config {
 pub const MAX_MODELS: usize = 64;
 
 impl Config {
+    /// The spare slots a group of `len` keys is built with.
+    pub(crate) fn spare_for(&self, len: usize) -> usize {
+        if self.sequential_inserts {
+            len.max(64)
+        } else {
+            0
+        }
+    }
+
     /// Checks every parameter against its accepted range.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |field, reason| Err(Error::InvalidConfig { field, reason });

@@ -2,9 +2,9 @@
 //! indexed by 1..`m` linear models, a delta index `buf` for inserts of new keys, and the
 //! compaction state `buf_frozen` / `tmp_buf` (§3.2.1).
 //!
-//! The records are a structure of arrays shared through an [`Arc`] (keys contiguous for the
-//! search, cells beside them), so a later model split can clone the group node and share the
-//! records (§3.3, digest §3.9). Model `i` covers an even slice of the array, starting at the
+//! The records ([`Records`]) are shared through an [`Arc`], so a model split can clone the
+//! group node and share them (§3.3, digest §3.9); with the sequential-insert hint they have
+//! spare capacity that appends fill (§3.5.2), beyond the models' training range. Model `i` covers an even slice of the array, starting at the
 //! position stored with it; a lookup picks the model with the largest start key `<=` the key.
 //! A group whose every record was removed at compaction has no records and no models.
 //!
@@ -27,49 +27,33 @@ use learned_model::KeyModel;
 
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::key::IndexKey;
-
-/// A group's sorted records: the keys, and one cell per key.
-pub(crate) struct Records<K> {
-    keys: Box<[K]>,
-    cells: Box<[RecordCell]>,
-}
-
-impl<K> Records<K> {
-    /// Records from strictly increasing `keys` and their cells (same length).
-    pub(crate) fn new(keys: Vec<K>, cells: Vec<RecordCell>) -> Self {
-        assert_eq!(keys.len(), cells.len(), "one cell per key");
-        Self {
-            keys: keys.into_boxed_slice(),
-            cells: cells.into_boxed_slice(),
-        }
-    }
-
-    /// The keys, strictly increasing.
-    pub(crate) fn keys(&self) -> &[K] {
-        &self.keys
-    }
-
-    /// The records `at..`, leaving `..at` in `self`.
-    pub(crate) fn split_off(&mut self, at: usize) -> Self {
-        let mut keys = std::mem::take(&mut self.keys).into_vec();
-        let mut cells = std::mem::take(&mut self.cells).into_vec();
-        let tail = Self::new(keys.split_off(at), cells.split_off(at));
-        *self = Self::new(keys, cells);
-        tail
-    }
-
-    /// `self` followed by `tail`, whose keys are all greater.
-    pub(crate) fn append(self, tail: Self) -> Self {
-        let mut keys = self.keys.into_vec();
-        let mut cells = self.cells.into_vec();
-        keys.extend(tail.keys.into_vec());
-        cells.extend(tail.cells.into_vec());
-        Self::new(keys, cells)
-    }
-}
+use crate::xindex::prefetch;
+pub(crate) use crate::xindex::records::Records;
 
 /// A group's models: `(start, model)`, model `i` covering `keys[start_i..start_{i+1}]`.
-pub(crate) type Models<K> = Box<[(usize, <K as learned_model::Key>::Model)]>;
+/// They also record how many keys they were trained on: the sequential-insert path appends
+/// keys beyond those, which the models do not cover.
+pub(crate) struct Models<K: IndexKey> {
+    list: Box<[(usize, K::Model)]>,
+    trained: usize,
+}
+
+impl<K: IndexKey> Clone for Models<K> {
+    fn clone(&self) -> Self {
+        Self {
+            list: self.list.clone(),
+            trained: self.trained,
+        }
+    }
+}
+
+impl<K: IndexKey> std::ops::Deref for Models<K> {
+    type Target = [(usize, K::Model)];
+
+    fn deref(&self) -> &Self::Target {
+        &self.list
+    }
+}
 
 /// One group of XIndex-R.
 pub(crate) struct Group<K: IndexKey> {
@@ -79,6 +63,11 @@ pub(crate) struct Group<K: IndexKey> {
     models: Models<K>,
     buf: Arc<DeltaIndex<K>>,
     buf_frozen: AtomicBool,
+    /// Whether the sequential-insert path may append to the records through this node: not
+    /// before the restructure that built the node is over, while a replaced node can still
+    /// insert into this node's `buf` without the append lock (§3.5.2: "disabled during split,
+    /// merge and compaction").
+    appendable: AtomicBool,
     /// Null, or `Arc::into_raw` of the delta index that buffers inserts during a compaction
     /// (set once, after barrier B1); released when the group is dropped.
     tmp_buf: AtomicPtr<DeltaIndex<K>>,
@@ -113,6 +102,7 @@ impl<K: IndexKey> Group<K> {
             models,
             buf,
             buf_frozen: AtomicBool::new(frozen),
+            appendable: AtomicBool::new(false),
             tmp_buf: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(next),
         }
@@ -126,14 +116,30 @@ impl<K: IndexKey> Group<K> {
             !self.is_frozen() && self.tmp_buf().is_none(),
             "no compaction runs while models are retrained"
         );
-        Self::from_parts(
+        let node = Self::from_parts(
             self.pivot.clone(),
             Arc::clone(&self.records),
             models,
             Arc::clone(&self.buf),
             false,
             self.next_ptr(),
-        )
+        );
+        // Both nodes take the same append lock, so the old one cannot race an append.
+        if self.appends_enabled() {
+            node.enable_appends();
+        }
+        node
+    }
+
+    /// Whether appends through this node are allowed.
+    pub(crate) fn appends_enabled(&self) -> bool {
+        self.appendable.load(Ordering::Acquire)
+    }
+
+    /// Allows appends through this node: at creation by a bulk load, or by the restructurer
+    /// once no replaced node can reach this node's `buf` any more (after its last barrier).
+    pub(crate) fn enable_appends(&self) {
+        self.appendable.store(true, Ordering::Release);
     }
 
     /// A frozen view of this group's records, models and delta index, responsible for the
@@ -156,13 +162,25 @@ impl<K: IndexKey> Group<K> {
     }
 
     /// The array's keys, strictly increasing.
+    #[inline]
     pub(crate) fn keys(&self) -> &[K] {
-        &self.records.keys
+        self.records.keys()
     }
 
     /// The array's records, one per key.
+    #[inline]
     pub(crate) fn cells(&self) -> &[RecordCell] {
-        &self.records.cells
+        self.records.cells()
+    }
+
+    /// The records, for the sequential-insert path.
+    pub(crate) fn records(&self) -> &Records<K> {
+        &self.records
+    }
+
+    /// How many keys were appended since the models were trained.
+    pub(crate) fn appended(&self) -> usize {
+        self.keys().len() - self.models.trained
     }
 
     /// The models and the position each starts at.
@@ -170,10 +188,17 @@ impl<K: IndexKey> Group<K> {
         &self.models
     }
 
-    /// The slice `start..end` of the model responsible for `key`, and that model.
+    /// Where to search for `key`: `Ok((start, end, model))`, the slice of the trained keys
+    /// and the model responsible for it; or `Err(from)` when `key` lies above the trained keys
+    /// (or nothing was trained), so its lower bound is among the keys appended from `from` on
+    /// (§3.5.2: a group's models do not cover its appended keys, whose prefixes may even differ
+    /// from the trained keys' common prefix).
     #[inline]
-    fn model_for(&self, key: &K::Query) -> Option<(usize, usize, &K::Model)> {
-        let keys = self.keys();
+    fn model_for(&self, keys: &[K], key: &K::Query) -> Result<(usize, usize, &K::Model), usize> {
+        let trained = self.models.trained.min(keys.len());
+        if trained < keys.len() && (trained == 0 || keys[trained - 1].borrow() < key) {
+            return Err(trained);
+        }
         let mut chosen = 0;
         for (i, (start, _)) in self.models.iter().enumerate().skip(1) {
             if keys[*start].borrow() <= key {
@@ -182,27 +207,40 @@ impl<K: IndexKey> Group<K> {
                 break;
             }
         }
-        let (start, model) = self.models.get(chosen)?;
-        let end = self.models.get(chosen + 1).map_or(keys.len(), |m| m.0);
-        Some((*start, end, model))
+        let Some((start, model)) = self.models.get(chosen) else {
+            return Err(0);
+        };
+        let end = self.models.get(chosen + 1).map_or(trained, |m| m.0);
+        Ok((*start, end, model))
     }
 
     /// The first array position whose key is `>= key` (`keys().len()` if none).
     #[inline]
     pub(crate) fn lower_bound(&self, key: &K::Query) -> usize {
-        match self.model_for(key) {
-            Some((start, end, model)) => start + model.lower_bound(&self.keys()[start..end], key),
-            None => 0,
+        let keys = self.keys();
+        match self.model_for(keys, key) {
+            Ok((start, end, model)) => start + model.lower_bound(&keys[start..end], key),
+            Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
         }
     }
 
     /// The array position of `key`, if the array holds it (`get_position`).
     #[inline]
     pub(crate) fn position(&self, key: &K::Query) -> Option<usize> {
-        let (start, end, model) = self.model_for(key)?;
         let keys = self.keys();
-        let pos = start + model.lower_bound(&keys[start..end], key);
-        (pos < end && keys[pos].borrow() == key).then_some(pos)
+        let pos = match self.model_for(keys, key) {
+            Ok((start, end, model)) => {
+                let slice = &keys[start..end];
+                let predicted = model.predict(key);
+                prefetch::slice(&slice[model.bounds().window(predicted, slice.len())]);
+                prefetch::line(&self.cells()[start + predicted]);
+                start + model.lower_bound(slice, key)
+            }
+            Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
+        };
+        keys.get(pos)
+            .is_some_and(|k| k.borrow() == key)
+            .then_some(pos)
     }
 
     /// The delta index of this group.
@@ -271,7 +309,7 @@ impl<K: IndexKey> Group<K> {
         size_of::<Self>()
             + self.pivot.heap_bytes()
             + keys
-            + self.keys().len() * (size_of::<K>() + size_of::<RecordCell>())
+            + self.records.capacity() * (size_of::<K>() + size_of::<RecordCell>())
             + self.models.len() * size_of::<(usize, K::Model)>()
     }
 }
@@ -290,7 +328,7 @@ impl<K: IndexKey> Drop for Group<K> {
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
 pub(crate) fn train<K: IndexKey>(keys: &[K], count: usize) -> Models<K> {
     let count = count.max(1).min(keys.len());
-    (0..count)
+    let list = (0..count)
         .map(|i| {
             let start = i * keys.len() / count;
             let end = (i + 1) * keys.len() / count;
@@ -298,7 +336,11 @@ pub(crate) fn train<K: IndexKey>(keys: &[K], count: usize) -> Models<K> {
                 .expect("a non-empty slice of strictly increasing keys fits");
             (start, model)
         })
-        .collect()
+        .collect();
+    Models {
+        list,
+        trained: keys.len(),
+    }
 }
 
 /// The fewest models, at most `max_models`, whose mean error is within `error_bound` (or
@@ -337,7 +379,7 @@ mod tests {
         let cells = keys.iter().map(|&k| record::live(k)).collect();
         Group::new(
             0,
-            Records::new(keys.clone(), cells),
+            Records::new(keys.clone(), cells, 0),
             train(&keys, models),
             Arc::new(DeltaIndex::new()),
             ptr::null_mut(),

@@ -93,7 +93,7 @@ impl<K: IndexKey> XIndex<K> {
         config.validate()?;
         let group = Group::new(
             K::min_key(),
-            Records::new(Vec::new(), Vec::new()),
+            Records::new(Vec::new(), Vec::new(), config.spare_for(0)),
             train::<K>(&[], 1),
             Arc::new(DeltaIndex::new()),
             ptr::null_mut(),
@@ -131,9 +131,10 @@ impl<K: IndexKey> XIndex<K> {
                     group_keys[0].clone()
                 };
                 let models = train_within(&group_keys, config.error_bound, config.max_models);
+                let spare = config.spare_for(group_keys.len());
                 Box::new(Group::new(
                     pivot,
-                    Records::new(group_keys, cells),
+                    Records::new(group_keys, cells, spare),
                     models,
                     Arc::new(DeltaIndex::new()),
                     ptr::null_mut(),
@@ -144,6 +145,9 @@ impl<K: IndexKey> XIndex<K> {
     }
 
     fn start(groups: Vec<Box<Group<K>>>, len: usize, config: Config) -> Result<Self, Error> {
+        for group in &groups {
+            group.enable_appends();
+        }
         let groups = groups.into_iter().map(Box::into_raw).collect();
         let root = Root::new(groups, None, &config);
         let inner = Arc::new(Inner {
@@ -231,8 +235,10 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
     fn insert(&self, key: K, value: u64) -> Option<u64> {
         let mut pinned = self.inner.pin();
         let mut backoff = Backoff::new();
+        let sequential = self.inner.config.sequential_inserts;
         let old = loop {
-            if let Put::Done(old) = put(pinned.root().locate(key.borrow()), &key, value) {
+            let group = pinned.root().locate(key.borrow());
+            if let Put::Done(old) = put(group, &key, value, sequential) {
                 break old;
             }
             // `buf` is frozen and `tmp_buf` not yet published: let barrier B1 pass.
@@ -309,16 +315,21 @@ enum Put {
     Retry,
 }
 
-/// One attempt of `put(key, value)` on `group` (Algorithm 2).
+/// One attempt of `put(key, value)` on `group` (Algorithm 2), with the sequential-insert path
+/// when `sequential` is set.
 #[inline]
-fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Put {
+fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64, sequential: bool) -> Put {
     let query = key.borrow();
     if let Some(pos) = group.position(query)
         && let Some(old) = record::update(&group.cells()[pos], value)
     {
         return Put::Done(Some(old));
     }
-    if !group.is_frozen() {
+    if sequential {
+        if let Some(done) = put_sequential(group, key, value) {
+            return done;
+        }
+    } else if !group.is_frozen() {
         return Put::Done(upsert(group.buf(), key, value));
     }
     // Frozen: update only; a removed entry is not revived (a live copy may follow).
@@ -331,6 +342,39 @@ fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Put {
         Some(tmp) => Put::Done(upsert(tmp, key, value)),
         None => Put::Retry,
     }
+}
+
+/// The sequential-insert path (§3.5.2; digest §3.14): under the group's append lock, which
+/// every insert of a new key into the group takes when the hint is set, the key is appended to
+/// the array if it is above the last key and absent from `buf`, or else put into `buf`. Under
+/// the lock no other insert of a new key runs, so the two places never both take the key (I1).
+/// `None` when `buf` is frozen (the caller goes on with its frozen path; the check under the
+/// lock orders the append before barrier B1). A node that a
+/// restructure is still building does not append: a replaced node may insert into its `buf`
+/// without the lock until the restructure's last barrier.
+fn put_sequential<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Option<Put> {
+    let appending = group.records().lock_appends();
+    if group.is_frozen() {
+        return None;
+    }
+    if !group.appends_enabled() {
+        return Some(Put::Done(upsert(group.buf(), key, value)));
+    }
+    let query = key.borrow();
+    if let Some(pos) = group.position(query)
+        && let Some(old) = record::update(&group.cells()[pos], value)
+    {
+        return Some(Put::Done(Some(old)));
+    }
+    if group.buf().get(query).is_none()
+        && group
+            .records()
+            .append(&appending, key.clone(), value)
+            .is_ok()
+    {
+        return Some(Put::Done(None));
+    }
+    Some(Put::Done(upsert(group.buf(), key, value)))
 }
 
 /// Inserts or updates `key` in the insertable delta index `delta`, reviving a removed entry.

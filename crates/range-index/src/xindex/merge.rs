@@ -66,7 +66,11 @@ impl<K: IndexKey> Restructurer<'_, K> {
         second.publish_tmp_buf(&tmp);
         hook(Phase::AfterB1);
 
-        let records = pointer_records(first).append(pointer_records(second));
+        let spare = self
+            .inner()
+            .config()
+            .spare_for(first.keys().len() + second.keys().len());
+        let records = pointer_records(first, 0).append_all(pointer_records(second, 0), spare);
         let model_count = (first.models().len() + second.models().len())
             .clamp(1, self.inner().config().max_models);
         let models = train(records.keys(), model_count);
@@ -89,6 +93,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             .expect("the merged group was just published");
         self.copy_phase(&[merged], hook);
         self.synchronize(); // B3
+        merged.enable_appends();
         hook(Phase::AfterB3);
         // SAFETY: both groups were unlinked by the publication above (the second through its
         // slot, or through the first's `next`); B2 and B3 have passed since, and the copy

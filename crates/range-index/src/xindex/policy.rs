@@ -10,7 +10,7 @@
 //! | model split | `err > e` with fewer than `m` models |
 //! | model merge | `err <= e·f` with more than one model, if one model fewer stays within `e` |
 //! | group merge | with the next group: both one model (or none), `err <= e·f`, `buf <= s·f`, together at most [`max_group_size`](crate::xindex::Config::max_group_size) keys, and one model over both within `e` |
-//! | compaction | `buf` holds more than the compaction threshold |
+//! | compaction | `buf` holds more than the compaction threshold, or as many keys were appended since the models were trained (§3.5.2) |
 //!
 //! A pass that split or merged groups ends with a root update. The right half of a split and
 //! the result of a merge are not revisited in the same pass.
@@ -123,7 +123,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         {
             return Some(Restructure::MergeGroup);
         }
-        (buffered > threshold).then_some(Restructure::Compact)
+        (buffered > threshold || group.appended() > threshold).then_some(Restructure::Compact)
     }
 
     /// Whether two neighbouring groups satisfy Table 2's merge trigger and would make a group

@@ -92,9 +92,9 @@ impl Restructure {
 }
 
 /// The merge phase's array: one pointer record per live record of `group`'s array and of its
-/// `buf` (frozen and insert-free since barrier B1), in key order. Removed records and entries
-/// are left out: neither is ever revived.
-pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>) -> Records<K> {
+/// `buf` (frozen and insert-free since barrier B1), in key order, with `spare` spare slots.
+/// Removed records and entries are left out: neither is ever revived.
+pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Records<K> {
     let capacity = group.keys().len() + group.buf().len();
     let mut keys = Vec::with_capacity(capacity);
     let mut cells = Vec::with_capacity(capacity);
@@ -140,7 +140,7 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>) -> Records<K> {
             }
         }
     }
-    Records::new(keys, cells)
+    Records::new(keys, cells, spare)
 }
 
 impl<K: IndexKey> Restructurer<'_, K> {

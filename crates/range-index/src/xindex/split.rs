@@ -67,9 +67,10 @@ impl<K: IndexKey> Restructurer<'_, K> {
         hook(Phase::AfterB1);
 
         // Step 2.1: the merge phase, cut at the pivot.
-        let mut left_records = pointer_records(old);
+        let mut left_records = pointer_records(old, 0);
         let at = left_records.keys().partition_point(|key| *key < pivot);
-        let right_records = left_records.split_off(at);
+        let spare = self.inner().config().spare_for(at);
+        let right_records = left_records.split_off(at, spare);
         let right_models = train(right_records.keys(), half_models);
         let right = Box::into_raw(Box::new(Group::new(
             pivot,
@@ -98,6 +99,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
         let right = left.next().expect("the left half links the right one");
         self.copy_phase(&[left, right], hook);
         self.synchronize(); // B3
+        left.enable_appends();
+        right.enable_appends();
         hook(Phase::AfterB3);
         // SAFETY: the old node was unlinked at step 1 and the views at step 2.1; B2 and B3
         // have passed since, and the copy phase replaced every pointer into the old node's

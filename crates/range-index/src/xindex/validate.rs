@@ -59,8 +59,13 @@ impl<K: IndexKey> Restructurer<'_, K> {
         );
         let models = group.models();
         let max_models = self.inner().config().max_models;
-        if keys.is_empty() {
-            assert!(models.is_empty(), "group {pivot:?}: no records, no models");
+        // The models cover the keys they were trained on; appended keys follow them.
+        let trained = keys.len() - group.appended();
+        if trained == 0 {
+            assert!(
+                models.is_empty(),
+                "group {pivot:?}: no trained keys, no models"
+            );
         } else {
             assert!(
                 (1..=max_models).contains(&models.len()),
@@ -69,7 +74,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             assert_eq!(models[0].0, 0, "group {pivot:?}: model 0 starts the array");
             assert!(
                 models.windows(2).all(|w| w[0].0 < w[1].0)
-                    && models.last().expect("non-empty: checked above").0 < keys.len(),
+                    && models.last().expect("non-empty: checked above").0 < trained,
                 "group {pivot:?}: model slices are non-empty and ordered"
             );
         }

@@ -1,0 +1,205 @@
+//! A group's sorted records (§2.3 `data_array`): the keys, contiguous for the search, and one
+//! [`RecordCell`] per key beside them, with spare capacity at the end for the sequential-insert
+//! fast path (§3.5.2; digest §3.14).
+//!
+//! The length is an atomic that only grows: an append writes the key and the cell of slot
+//! `len` under the records' append lock, then publishes them with a release store of
+//! `len + 1`; readers load the length with acquire and see only initialised, never again
+//! written keys. Records are shared by the nodes of one group (model split, the views of a
+//! group split) through an `Arc`, so an append through either node reaches the same array.
+//!
+//! The key slots are `std` cells even under loom: searches need plain `&[K]` slices, which
+//! loom's cells cannot give; the length that publishes them is a loom atomic.
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::slice;
+
+use concurrency::sync::atomic::{AtomicUsize, Ordering};
+use concurrency::sync::{Mutex, MutexGuard};
+use concurrency::{RecordCell, RecordMeta};
+
+/// A group's sorted records with spare capacity.
+pub(crate) struct Records<K> {
+    /// `len` initialised keys, then spare slots.
+    keys: Box<[UnsafeCell<MaybeUninit<K>>]>,
+    /// One cell per slot, spare ones included.
+    cells: Box<[RecordCell]>,
+    len: AtomicUsize,
+    appending: Mutex<()>,
+}
+
+// SAFETY: the key slots are written only under `appending`, each once, before the release
+// store of `len` that makes them readable; readers read only slots below an acquired `len`.
+// So sharing `Records` is sharing `K`s by reference and moving them between threads.
+unsafe impl<K: Send + Sync> Sync for Records<K> {}
+
+/// Why an append did not happen.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AppendRefused {
+    /// No spare slot left.
+    Full,
+    /// The key is not above the last key.
+    NotAbove,
+}
+
+impl<K: Ord> Records<K> {
+    /// Records from strictly increasing `keys` and their cells (same length), with `spare`
+    /// empty slots for appends.
+    pub(crate) fn new(keys: Vec<K>, cells: Vec<RecordCell>, spare: usize) -> Self {
+        assert_eq!(keys.len(), cells.len(), "one cell per key");
+        let len = keys.len();
+        let keys = keys
+            .into_iter()
+            .map(MaybeUninit::new)
+            .chain(std::iter::repeat_with(MaybeUninit::uninit).take(spare))
+            .map(UnsafeCell::new)
+            .collect();
+        let cells = cells
+            .into_iter()
+            .chain(std::iter::repeat_with(|| RecordCell::new(RecordMeta::new(), 0)).take(spare))
+            .collect();
+        Self {
+            keys,
+            cells,
+            len: AtomicUsize::new(len),
+            appending: Mutex::new(()),
+        }
+    }
+
+    /// The keys, strictly increasing.
+    #[inline]
+    pub(crate) fn keys(&self) -> &[K] {
+        let len = self.len.load(Ordering::Acquire);
+        // SAFETY: slots below an acquired `len` are initialised and never written again
+        // (module comment); `UnsafeCell<MaybeUninit<K>>` has the layout of `K`.
+        unsafe { slice::from_raw_parts(self.keys.as_ptr().cast::<K>(), len) }
+    }
+
+    /// The cells of the keys: at least `keys().len()` of any earlier `keys()` call (the length
+    /// only grows).
+    #[inline]
+    pub(crate) fn cells(&self) -> &[RecordCell] {
+        &self.cells[..self.len.load(Ordering::Acquire)]
+    }
+
+    /// Slots in all, spare ones included.
+    pub(crate) fn capacity(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Takes the append lock (the sequential-insert path's per-group lock).
+    pub(crate) fn lock_appends(&self) -> MutexGuard<'_, ()> {
+        self.appending.lock()
+    }
+
+    /// Appends `key` with a live record holding `value`; the caller holds the append lock
+    /// (`_appending`, from [`lock_appends`](Self::lock_appends)).
+    pub(crate) fn append(
+        &self,
+        _appending: &MutexGuard<'_, ()>,
+        key: K,
+        value: u64,
+    ) -> Result<(), AppendRefused> {
+        let len = self.len.load(Ordering::Acquire);
+        if len == self.capacity() {
+            return Err(AppendRefused::Full);
+        }
+        if self.keys().last().is_some_and(|last| *last >= key) {
+            return Err(AppendRefused::NotAbove);
+        }
+        // SAFETY: slot `len` is spare: no reader reads it before the store of `len + 1`
+        // below, and appends are serialised by the append lock the caller holds.
+        unsafe { (*self.keys[len].get()).write(key) };
+        self.cells[len].lock().set_value(value);
+        self.len.store(len + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// The keys and cells, giving up the spare slots.
+    pub(crate) fn into_parts(mut self) -> (Vec<K>, Vec<RecordCell>) {
+        let len = self.len.load(Ordering::Acquire);
+        // The slots are moved out below: the drop must not see them.
+        self.len.store(0, Ordering::Relaxed);
+        let keys = (0..len)
+            // SAFETY: slots below `len` are initialised, each is read once, and the length
+            // was set to 0 so `Drop` does not drop them again.
+            .map(|i| unsafe { ptr::read(self.keys[i].get()).assume_init() })
+            .collect();
+        let mut cells = std::mem::take(&mut self.cells).into_vec();
+        cells.truncate(len);
+        (keys, cells)
+    }
+
+    /// The records `at..`, leaving `..at` in `self`; both get `spare` spare slots.
+    pub(crate) fn split_off(&mut self, at: usize, spare: usize) -> Self {
+        let taken = std::mem::replace(self, Self::new(Vec::new(), Vec::new(), 0));
+        let (mut keys, mut cells) = taken.into_parts();
+        let tail = Self::new(keys.split_off(at), cells.split_off(at), spare);
+        *self = Self::new(keys, cells, spare);
+        tail
+    }
+
+    /// `self` followed by `tail`, whose keys are all greater, with `spare` spare slots.
+    pub(crate) fn append_all(self, tail: Self, spare: usize) -> Self {
+        let (mut keys, mut cells) = self.into_parts();
+        let (tail_keys, tail_cells) = tail.into_parts();
+        keys.extend(tail_keys);
+        cells.extend(tail_cells);
+        Self::new(keys, cells, spare)
+    }
+}
+
+impl<K> Drop for Records<K> {
+    fn drop(&mut self) {
+        let len = self.len.load(Ordering::Acquire);
+        for slot in &mut self.keys[..len] {
+            // SAFETY: slots below `len` are initialised and dropped once, here.
+            unsafe { slot.get_mut().assume_init_drop() };
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_grow_the_keys_in_order_until_full() {
+        let cells = [10, 50]
+            .map(|value| RecordCell::new(RecordMeta::new(), value))
+            .into();
+        let records = Records::new(vec![1u64, 5], cells, 2);
+        let lock = records.lock_appends();
+        assert_eq!(records.append(&lock, 5, 0), Err(AppendRefused::NotAbove));
+        assert_eq!(records.append(&lock, 7, 70), Ok(()));
+        assert_eq!(records.append(&lock, 9, 90), Ok(()));
+        assert_eq!(records.append(&lock, 11, 0), Err(AppendRefused::Full));
+        drop(lock);
+        assert_eq!(records.keys(), &[1, 5, 7, 9]);
+        assert_eq!(records.cells()[3].read().1, 90);
+        let (keys, cells) = records.into_parts();
+        assert_eq!((keys.len(), cells.len()), (4, 4));
+    }
+
+    #[test]
+    fn owned_keys_are_dropped_once() {
+        let keys: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec()];
+        let cells = keys
+            .iter()
+            .map(|_| RecordCell::new(RecordMeta::new(), 0))
+            .collect();
+        let mut records = Records::new(keys, cells, 3);
+        let lock = records.lock_appends();
+        records
+            .append(&lock, b"c".to_vec(), 3)
+            .expect("spare and above");
+        drop(lock);
+        let tail = records.split_off(1, 1);
+        assert_eq!(records.keys(), &[b"a".to_vec()]);
+        assert_eq!(tail.keys(), &[b"b".to_vec(), b"c".to_vec()]);
+        let joined = records.append_all(tail, 0);
+        assert_eq!(joined.keys().len(), 3);
+    }
+}
