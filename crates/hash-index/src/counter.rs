@@ -5,19 +5,21 @@
 //! Each thread adds to one stripe, picked once per thread; readers sum the stripes, so a sum
 //! taken while writers run is approximate (each stripe is exact). Values are two's-complement
 //! `u64`s, so a stripe may go "negative" (a key counted in by one thread and out by another).
+//!
+//! The counters are `std` atomics, not the loom shim's, on purpose: they only feed the
+//! load-factor triggers, `len` and statistics, never a decision any protocol's correctness
+//! rests on, and keeping them out of loom's model keeps the models' state space small.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use concurrency::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
 /// Stripes per counter.
 const STRIPES: usize = 4;
 
-/// Hands out stripe numbers to threads (a std atomic: which stripe a thread uses is no part of
-/// any protocol).
-static NEXT_STRIPE: StdAtomicUsize = StdAtomicUsize::new(0);
+/// Hands out stripe numbers to threads.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -29,7 +31,7 @@ fn stripe() -> usize {
     STRIPE.with(|s| {
         let mut i = s.get();
         if i == usize::MAX {
-            i = NEXT_STRIPE.fetch_add(1, StdOrdering::Relaxed) % STRIPES;
+            i = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
             s.set(i);
         }
         i
