@@ -3,11 +3,17 @@
 //! of Algorithm 9 on one group.
 //!
 //! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket,
-//! then its chain, then, while the group is being resized, the `tmp_group`. A group never
+//! its two neighbours, then its chain (see `record`), then, while the group is being resized,
+//! the `tmp_group`. A group never
 //! holds two records for one key, and only the last location may take a new key (I1): a
 //! group takes new keys (fills its home bucket, pushes onto a chain, or revives a removed
 //! record) only while its `tmp_group` is NULL, and checks that under the lock of the key's
-//! home bucket. So `tmp_group ≠ NULL` *is* the paper's `frozen` flag, and there is no window
+//! home bucket. Every insert of a key holds its home bucket's lock while it looks for the key
+//! and places it, so two inserts of one key never both place it; a neighbour bucket is taken
+//! with a `try_lock` (skipped if busy) and filled only if still uninitialised. Reviving a
+//! removed record is the one insert that happens elsewhere: under the record's own lock, with
+//! `tmp_group` read after taking it; a put that finds the group frozen locks that record too
+//! before it gives up on the old group, so the same hand-off argument applies. So `tmp_group ≠ NULL` *is* the paper's `frozen` flag, and there is no window
 //! in which a group is frozen without a `tmp_group` to insert into: the resize allocates the
 //! new group before freezing (see `resize`), and a put never waits for a resize (the paper's
 //! put retries until `tmp_group` appears, digest §4.6 case 18).
@@ -23,9 +29,9 @@
 //! looks. Removed records in a frozen group are never revived, so a key that is not live in
 //! the old group never becomes live there again.
 //!
-//! Lock order (no cycles): a home bucket, then a chain node of the same group, then (for a
-//! pointer record) the target record in the old group. Nothing holding an old group's lock
-//! takes a lock in the new group.
+//! Lock order (no cycles): a home bucket, then a neighbour or chain node of the same group
+//! (neighbours only by `try_lock`), then (for a pointer record) the target record in the old
+//! group. Nothing holding an old group's lock takes a lock in the new group.
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -125,8 +131,17 @@ impl<K: HashKey> Group<K> {
         &self.chains[b / CHAIN_SPAN]
     }
 
-    /// The record holding `key` in this group, if any: its home bucket or a node of its
-    /// chain. An uninitialised home bucket means the chain holds none of its keys either.
+    /// The neighbours of bucket `b` a key placed at `b` may occupy, in lookup order.
+    #[inline]
+    fn neighbours(&self, b: usize) -> impl Iterator<Item = &Record> {
+        let after = self.buckets.get(b + 1);
+        let before = b.checked_sub(1).map(|i| &self.buckets[i]);
+        after.into_iter().chain(before)
+    }
+
+    /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
+    /// or a node of its chain. An uninitialised home bucket means none of these holds it: a
+    /// key goes elsewhere only when its home bucket is taken, and buckets are never emptied.
     #[inline]
     fn find(&self, b: usize, key: &K::Query) -> Option<&Record> {
         let home = &self.buckets[b];
@@ -138,7 +153,26 @@ impl<K: HashKey> Group<K> {
         if unsafe { K::word_eq(home.key_word(), key) } {
             return Some(home);
         }
+        if let Some(record) = self.neighbours(b).find(|r| r.holds::<K>(key)) {
+            return Some(record);
+        }
         Chain::new(self.chain(b)).find(|r| r.holds::<K>(key))
+    }
+
+    /// Takes a free neighbour of bucket `b` for a new record, if one is free and not locked
+    /// (a held lock is skipped rather than waited for, so two inserts probing towards each
+    /// other's home bucket never deadlock). The caller holds `b`'s lock.
+    fn claim_neighbour(&self, b: usize, key: &K::Query, value: u64, is_ptr: bool) -> bool {
+        for record in self.neighbours(b) {
+            if record.meta().is_uninitialized()
+                && let Some(mut locked) = record.try_lock()
+                && locked.meta().is_uninitialized()
+            {
+                locked.fill(K::new_word(key), value, is_ptr);
+                return true;
+            }
+        }
+        false
     }
 
     /// `get` (Algorithm 9): this group, then the `tmp_group`s.
@@ -175,12 +209,25 @@ impl<K: HashKey> Group<K> {
         if home.holds::<K>(key) {
             return self.write_or_revive(&mut locked, value, tmp);
         }
-        if let Some(record) = Chain::new(self.chain(b)).find(|r| r.holds::<K>(key)) {
-            let mut node = record.lock();
-            return self.write_or_revive(&mut node, value, tmp);
+        if let Some(record) = self
+            .neighbours(b)
+            .find(|r| r.holds::<K>(key))
+            .or_else(|| Chain::new(self.chain(b)).find(|r| r.holds::<K>(key)))
+        {
+            // The key's record is permanent, so every put of the key meets on its lock; the
+            // home lock is released first (two homes' puts must not wait on each other's
+            // neighbour), and `tmp_group` is read again under the record's lock.
+            drop(locked);
+            let mut other = record.lock();
+            let tmp = self.tmp();
+            return self.write_or_revive(&mut other, value, tmp);
         }
         if let Some(tmp) = tmp {
             return Upsert::Frozen(tmp);
+        }
+        if self.claim_neighbour(b, key, value, false) {
+            self.counts.add_first(1);
+            return Upsert::Done(None);
         }
         record::push(self.chain(b), K::new_word(key), value, false);
         self.counts.add_first(1);
@@ -315,7 +362,8 @@ impl<K: HashKey> Group<K> {
 
 impl<K: HashKey> Group<K> {
     /// Checks the group's records (for `validate`, with no operation running): not frozen;
-    /// no record locked or a pointer; each in the bucket or chain its key is placed in, and
+    /// no record locked or a pointer; each in (or next to) the bucket or in the chain its key
+    /// is placed in, and
     /// routed to this group by `routed_here`. Calls `each` with every record's key and
     /// returns the live records.
     pub(crate) fn check(
@@ -343,7 +391,7 @@ impl<K: HashKey> Group<K> {
         };
         for (b, record) in self.buckets.iter().enumerate() {
             if !record.meta().is_uninitialized() {
-                check(record, &|slot| slot == b);
+                check(record, &|slot| slot.abs_diff(b) <= 1);
             }
         }
         for (h, head) in self.chains.iter().enumerate() {

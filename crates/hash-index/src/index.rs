@@ -117,7 +117,7 @@ impl<K: HashKey> XIndexH<K> {
             }
             let buckets = buckets_for(member.len(), &config);
             let sample = Sample::of::<K>(member.iter().map(|&i| pairs[i].0.borrow()));
-            let group = Group::new(sample.train_buckets(buckets));
+            let group = Group::new(sample.train_buckets(buckets, false));
             for &i in &member {
                 let (key, value) = &pairs[i];
                 match group.upsert(key.borrow(), *value) {

@@ -91,10 +91,11 @@ pub struct Stats {
     pub buckets: usize,
     /// Records in chains over all groups (removed ones included).
     pub chain_nodes: usize,
-    /// The conflict rate now: chained records over live keys (0 when empty).
+    /// The conflict rate now: records in chains over live keys (0 when empty). Keys placed in
+    /// a neighbour of their home bucket do not count: their lookup costs no extra miss.
     pub conflict_rate: f64,
-    /// The conflict rate the groups' placements had on the keys they were trained on,
-    /// averaged over groups weighted by their buckets.
+    /// The conflict rate the groups' placements had on the keys they were trained on (keys
+    /// whose home bucket another key took), averaged over groups weighted by their buckets.
     pub trained_conflict_rate: f64,
     /// The whole index's load factor.
     pub load_factor: f64,

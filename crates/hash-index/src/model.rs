@@ -11,9 +11,13 @@
 //! hashed on the linear set, and the reverse risk on skewed sets):
 //!
 //! - for a group's buckets, the *conflict rate*, the fraction of keys that do not get a bucket
-//!   of their own (they go to a chain); ties go to the learned model, and the learned line is
-//!   also tried shifted by quarter buckets (the least-squares line puts bucket boundaries
-//!   mid-way between evenly spaced keys' noise ranges, which costs conflicts on linear data);
+//!   of their own (they go to a chain); ties go to the learned model. The learned line is also
+//!   tried shifted by quarter buckets (the least-squares line can put bucket boundaries
+//!   mid-way between evenly spaced keys' noise ranges) and over up to a quarter more buckets
+//!   (a linear key set with gaps, such as 90 % of the keys of a linear set, maps one key per
+//!   bucket only when there is a bucket per gap-free position); candidates of different sizes
+//!   are compared by the bytes they cost, buckets plus chain nodes, which at one size orders
+//!   them by conflict rate;
 //! - for the root's groups, the *balance*, the largest group; the learned model is kept unless
 //!   its largest group is more than twice the hashed one's.
 //!
@@ -23,6 +27,7 @@
 use learned_model::{LinearModel, offset_from_pivot};
 
 use crate::key::HashKey;
+use crate::record::{BUCKET_BYTES, NODE_BYTES};
 
 /// How a [`Placement`] maps keys to slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,27 +156,38 @@ impl Sample {
         self.inputs.len()
     }
 
-    /// Trains the bucket placement of a group with `slots` buckets: learned or hashed, by
-    /// the lower conflict rate.
-    pub(crate) fn train_buckets(&self, slots: usize) -> Trained {
-        let hashed = Placement::hashed(slots, BUCKET_ROTATE);
-        let conflict_rate = |p: &Placement| {
-            if self.len() == 0 {
-                return 0.0;
-            }
+    /// Trains the bucket placement of a group for about `slots` buckets: the hashed placement
+    /// over `slots` buckets and learned ones over `slots` (and, unless `exact`, up to a
+    /// quarter more) buckets, each line also shifted by quarter buckets; keeps the one that
+    /// costs the fewest bytes (buckets plus chain nodes for the conflicts). At one bucket count
+    /// that is the lowest conflict rate; ties go to the learned model.
+    pub(crate) fn train_buckets(&self, slots: usize, exact: bool) -> Trained {
+        let conflicts = |p: &Placement| {
             let used = p
                 .loads(&self.inputs, &self.hashes)
                 .iter()
                 .filter(|&&l| l > 0)
                 .count();
-            (self.len() - used) as f64 / self.len() as f64
+            self.len() - used
         };
-        let hashed_rate = conflict_rate(&hashed);
-        let mut best = Trained {
-            placement: hashed,
-            conflict_rate: hashed_rate,
+        let cost =
+            |p: &Placement, conflicts: usize| p.slots * BUCKET_BYTES + conflicts * NODE_BYTES;
+        let mut best = {
+            let hashed = Placement::hashed(slots, BUCKET_ROTATE);
+            let c = conflicts(&hashed);
+            (cost(&hashed, c), c, hashed)
         };
-        if let Some(learned) = Placement::learned(&self.inputs, slots, BUCKET_ROTATE) {
+        let scales: &[f64] = if exact { &[1.0] } else { &[1.0, 1.125, 1.25] };
+        for (i, &scale) in scales.iter().enumerate() {
+            // Larger learned placements are tried only when the learned model already won at
+            // the nominal size (training runs on the background thread; keep it cheap).
+            if i > 0 && best.2.kind == PlacementKind::Hashed {
+                break;
+            }
+            let count = ((slots as f64 * scale).ceil() as usize).max(1);
+            let Some(learned) = Placement::learned(&self.inputs, count, BUCKET_ROTATE) else {
+                break;
+            };
             // Shifting the line by a fraction of a bucket moves the bucket boundaries between
             // neighbouring keys: on near-linear data one shift separates them much better.
             for shift in [0.0, 0.25, 0.5, 0.75] {
@@ -179,16 +195,21 @@ impl Sample {
                     intercept: learned.intercept + shift,
                     ..learned
                 };
-                let rate = conflict_rate(&candidate);
-                if rate <= best.conflict_rate {
-                    best = Trained {
-                        placement: candidate,
-                        conflict_rate: rate,
-                    };
+                let c = conflicts(&candidate);
+                if cost(&candidate, c) <= best.0 {
+                    best = (cost(&candidate, c), c, candidate);
                 }
             }
         }
-        best
+        let (_, conflicts, placement) = best;
+        Trained {
+            placement,
+            conflict_rate: if self.len() == 0 {
+                0.0
+            } else {
+                conflicts as f64 / self.len() as f64
+            },
+        }
     }
 
     /// Trains the root placement over `groups` groups: learned unless its largest group is
@@ -215,7 +236,7 @@ mod tests {
     #[test]
     fn linear_keys_are_learned_with_no_conflicts() {
         let keys: Vec<u64> = (0..10_000u64).map(|i| 1_000 + i * 97).collect();
-        let trained = Sample::of::<u64>(keys.iter()).train_buckets(keys.len());
+        let trained = Sample::of::<u64>(keys.iter()).train_buckets(keys.len(), false);
         assert_eq!(trained.placement.kind(), PlacementKind::Learned);
         assert!(trained.conflict_rate < 0.01, "{}", trained.conflict_rate);
         for k in &keys {
@@ -226,7 +247,7 @@ mod tests {
     #[test]
     fn skewed_keys_fall_back_to_the_hash() {
         let keys: Vec<u64> = (0..4_096u64).map(|i| i * i * i * i).collect();
-        let trained = Sample::of::<u64>(keys.iter()).train_buckets(keys.len());
+        let trained = Sample::of::<u64>(keys.iter()).train_buckets(keys.len(), false);
         assert_eq!(trained.placement.kind(), PlacementKind::Hashed);
         assert!(trained.conflict_rate < 0.45, "{}", trained.conflict_rate);
         let root = Sample::of::<u64>(keys.iter()).train_root(16);
@@ -236,7 +257,7 @@ mod tests {
     #[test]
     fn empty_samples_hash_and_slots_stay_in_range() {
         let sample = Sample::of::<u64>([].iter());
-        let trained = sample.train_buckets(4);
+        let trained = sample.train_buckets(4, true);
         assert_eq!(trained.placement.kind(), PlacementKind::Hashed);
         assert_eq!(trained.conflict_rate, 0.0);
         for k in [0, u64::MAX, 12345] {

@@ -4,11 +4,13 @@
 //! A [`Record`] is 24 bytes: XIndex's 8-byte meta word ([`RecordLock`]: `is_ptr`, `removed`,
 //! `uninitialized`, lock, version), a key word (see `key`) and a value word. Buckets are records
 //! inline in the group's bucket array, so a lookup that hits its bucket touches one cache line
-//! (two when the record straddles lines); conflicting keys go to chains of [`Node`]s (a record
-//! plus a `next` pointer). Chain heads live in a separate array, one head per
-//! [`CHAIN_SPAN`] buckets: the paper's `bucket_t` carries its own chain pointer, which would make
-//! every bucket 32 bytes; sharing a head between two neighbouring buckets keeps a group of
-//! learned (almost conflict-free) buckets near 28 bytes per key while chains stay short.
+//! (two when the record straddles lines). A key whose home bucket is taken first tries the
+//! two neighbouring buckets (usually the same or the next cache line; a learned model's
+//! conflicts are mostly a key pushed into its neighbour's bucket by noise, leaving its own
+//! empty), then goes to a chain of [`Node`]s (a record plus a `next` pointer). Chain heads live
+//! in a separate array, one head per [`CHAIN_SPAN`] buckets: the paper's `bucket_t` carries its
+//! own chain pointer, which would make every bucket 32 bytes; with neighbour probing chains are
+//! rare, and sharing a head between four buckets keeps a group near 26 bytes per bucket.
 //!
 //! While `is_ptr` is set (between a resize's migration and its copy phase) a record's value
 //! word holds the address of the authoritative record in the old group, which stays allocated
@@ -29,7 +31,7 @@ use concurrency::{RecordGuard, RecordLock, RecordMeta};
 use crate::key::HashKey;
 
 /// Buckets per chain head.
-pub(crate) const CHAIN_SPAN: usize = 2;
+pub(crate) const CHAIN_SPAN: usize = 4;
 
 /// One record: meta word, key word, value word.
 pub(crate) struct Record {
@@ -100,8 +102,15 @@ impl Record {
             let meta = self.lock.read_begin();
             let value = self.value.load(Ordering::Relaxed);
             let seen = if meta.is_ptr() {
-                // SAFETY: a pointer record's target lives until barrier B3 of its resize,
-                // and the reader is online.
+                // The value word is the target's address only if no copy phase replaced it
+                // meanwhile: validate before following it (found by the loom model of a get
+                // during the copy phase), and again after, so that the target's state is the
+                // key's state at a point where this record still pointed to it.
+                if !self.lock.validate(meta) {
+                    continue;
+                }
+                // SAFETY: validated above: `value` is the address stored with `is_ptr`, whose
+                // target lives until barrier B3 of its resize, and the reader is online.
                 let target = unsafe { target(value) };
                 target.read_plain()
             } else if meta.is_removed() {
@@ -136,6 +145,14 @@ impl Record {
             record: self,
             guard: self.lock.lock(),
         }
+    }
+
+    /// Locks the record if no one holds it.
+    pub(crate) fn try_lock(&self) -> Option<Locked<'_>> {
+        Some(Locked {
+            record: self,
+            guard: self.lock.try_lock()?,
+        })
     }
 }
 
@@ -314,6 +331,10 @@ pub(crate) unsafe fn free_chain<K: HashKey>(head: &AtomicPtr<Node>) {
 
 /// Heap bytes of a chain node.
 pub(crate) const NODE_BYTES: usize = std::mem::size_of::<Node>();
+
+/// Heap bytes per bucket: the record and its share of a chain head.
+pub(crate) const BUCKET_BYTES: usize =
+    std::mem::size_of::<Record>() + std::mem::size_of::<AtomicPtr<Node>>() / CHAIN_SPAN;
 
 /// The address of a record, as a pointer record's value word.
 pub(crate) fn address(record: &Record) -> u64 {

@@ -85,8 +85,11 @@ impl<K: HashKey> Restructurer<'_, K> {
                 keys.push(unsafe { K::word_key(record.key_word()) });
             }
         });
+        let exact = buckets.is_some();
         let buckets = buckets.unwrap_or_else(|| buckets_for(keys.len(), self.inner().config()));
-        let trained = Sample::of::<K>(keys.iter().map(Borrow::borrow)).train_buckets(buckets);
+        let trained =
+            Sample::of::<K>(keys.iter().map(Borrow::borrow)).train_buckets(buckets, exact);
+        let buckets = trained.placement.slots();
         drop(keys);
         let new_ptr = Box::into_raw(Box::new(Group::<K>::new(trained)));
         // SAFETY: just allocated; freed only by a later resize of its slot or the index's
