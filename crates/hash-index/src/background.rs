@@ -4,9 +4,10 @@
 //! [`maintenance_step`](crate::HashIndex::maintenance_step) and
 //! [`quiesce`](crate::HashIndex::quiesce) also run synchronously.
 //!
-//! A pass reads every group's live-key counter and resizes each group whose load factor is
+//! A pass reads every group's live-key counter and resizes the groups whose load factor is
 //! above `upper_load_factor` or below `lower_load_factor` (never below `min_buckets`) to
-//! `live / target_load_factor` buckets. Passes are serialised by the restructure lock, so one
+//! `live / target_load_factor` buckets, all in one batch (see `resize`). Passes are serialised
+//! by the restructure lock, so one
 //! group is resized by one actor at a time; several threads give no parallelism yet (the
 //! paper gives each thread a disjoint set of groups), only a shorter reaction time.
 
@@ -15,8 +16,9 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 
 use crate::error::Error;
-use crate::index::Inner;
+use crate::index::{Inner, buckets_for};
 use crate::key::HashKey;
+use crate::resize::Request;
 
 /// The background threads of one index; dropping it stops and joins them.
 pub(crate) struct Background {
@@ -67,21 +69,22 @@ impl<K: HashKey> Inner<K> {
     pub(crate) fn maintenance_pass(&self) -> bool {
         let restructurer = self.restructurer();
         let config = self.config();
-        let mut changed = false;
-        for slot in 0..self.slot_count() {
-            let group = restructurer.group(slot);
-            let live = group.live().max(0) as f64;
-            let buckets = group.bucket_count();
-            let load = live / buckets as f64;
-            let target =
-                ((live / config.target_load_factor).ceil() as usize).max(config.min_buckets);
-            let out_of_range = load > config.upper_load_factor
-                || (load < config.lower_load_factor && buckets > config.min_buckets);
-            if out_of_range && target != buckets {
-                restructurer.resize(slot, None, &mut |_| {});
-                changed = true;
-            }
+        let requests: Vec<Request> = (0..self.slot_count())
+            .filter(|&slot| {
+                let group = restructurer.group(slot);
+                let live = group.live().max(0) as f64;
+                let buckets = group.bucket_count();
+                let load = live / buckets as f64;
+                load > config.upper_load_factor
+                    || (load < config.lower_load_factor
+                        && buckets > buckets_for(live as usize, config))
+            })
+            .map(|slot| (slot, None))
+            .collect();
+        if requests.is_empty() {
+            return false;
         }
-        changed
+        restructurer.resize(&requests, &mut |_| {});
+        true
     }
 }

@@ -3,7 +3,7 @@
 //! of Algorithm 9 on one group.
 //!
 //! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket,
-//! its two neighbours, then its chain (see `record`), then, while the group is being resized,
+//! the buckets near it ([`REACH`]), then its chain (see `record`), then, while the group is being resized,
 //! the `tmp_group`. A group never
 //! holds two records for one key, and only the last location may take a new key (I1): a
 //! group takes new keys (fills its home bucket, pushes onto a chain, or revives a removed
@@ -43,6 +43,11 @@ use crate::counter::{COUNTERS_BYTES, Counters};
 use crate::key::HashKey;
 use crate::model::{Placement, PlacementKind, Trained};
 use crate::record::{self, CHAIN_SPAN, Chain, Locked, NODE_BYTES, Node, Record, Seen, Written};
+
+/// How far from its home bucket a key may be placed before it goes to a chain: the buckets
+/// within two on either side share the home bucket's cache line or its neighbours, so checking
+/// them costs little next to following a chain node.
+pub(crate) const REACH: usize = 2;
 
 /// One group of the index.
 pub(crate) struct Group<K: HashKey> {
@@ -131,12 +136,15 @@ impl<K: HashKey> Group<K> {
         &self.chains[b / CHAIN_SPAN]
     }
 
-    /// The neighbours of bucket `b` a key placed at `b` may occupy, in lookup order.
+    /// The neighbours of bucket `b` a key placed at `b` may occupy, in lookup order: the
+    /// buckets up to [`REACH`] away, nearest first.
     #[inline]
     fn neighbours(&self, b: usize) -> impl Iterator<Item = &Record> {
-        let after = self.buckets.get(b + 1);
-        let before = b.checked_sub(1).map(|i| &self.buckets[i]);
-        after.into_iter().chain(before)
+        (1..=REACH).flat_map(move |d| {
+            let after = self.buckets.get(b + d);
+            let before = b.checked_sub(d).map(|i| &self.buckets[i]);
+            after.into_iter().chain(before)
+        })
     }
 
     /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
@@ -391,7 +399,7 @@ impl<K: HashKey> Group<K> {
         };
         for (b, record) in self.buckets.iter().enumerate() {
             if !record.meta().is_uninitialized() {
-                check(record, &|slot| slot.abs_diff(b) <= 1);
+                check(record, &|slot| slot.abs_diff(b) <= REACH);
             }
         }
         for (h, head) in self.chains.iter().enumerate() {

@@ -29,7 +29,7 @@ use crate::counter::Counters;
 use crate::error::Error;
 use crate::group::{Group, Upsert};
 use crate::key::HashKey;
-use crate::model::{BUCKET_ROTATE, Placement, PlacementKind, Sample, Trained};
+use crate::model::{Placement, PlacementKind, Sample, Trained};
 use crate::resize::Phase;
 use crate::{HashIndex, Stats};
 
@@ -188,7 +188,7 @@ impl<K: HashKey> XIndexH<K> {
         }
         self.inner
             .restructurer()
-            .resize(slot, buckets.map(|b| b.max(1)), &mut hook);
+            .resize(&[(slot, buckets.map(|b| b.max(1)))], &mut hook);
         true
     }
 
@@ -235,10 +235,7 @@ pub(crate) fn buckets_for(keys: usize, config: &Config) -> usize {
 }
 
 fn empty_group<K: HashKey>(config: &Config) -> Group<K> {
-    Group::new(Trained {
-        placement: Placement::hashed(config.min_buckets, BUCKET_ROTATE),
-        conflict_rate: 0.0,
-    })
+    Group::new(Trained::hashed(config.min_buckets, 0))
 }
 
 impl<K: HashKey> fmt::Debug for XIndexH<K> {
@@ -392,6 +389,11 @@ impl<K: HashKey> Inner<K> {
     /// The configuration.
     pub(crate) fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How the root routes keys.
+    pub(crate) fn root_kind(&self) -> PlacementKind {
+        self.root.kind()
     }
 
     /// The group in `slot`, valid while `online` is.

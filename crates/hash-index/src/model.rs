@@ -21,6 +21,9 @@
 //! - for the root's groups, the *balance*, the largest group; the learned model is kept unless
 //!   its largest group is more than twice the hashed one's.
 //!
+//! Groups under a hashed root are not trained (see `resize`): their keys are a hash-random
+//! subset, which no model places better than the hash.
+//!
 //! Root and bucket hashes use different bits of the key's hash (the bucket hash is rotated),
 //! so keys routed to one group by their hash still spread over its buckets.
 
@@ -58,6 +61,22 @@ pub(crate) struct Trained {
     pub(crate) placement: Placement,
     /// Keys without a slot of their own, over all keys (0 for no keys).
     pub(crate) conflict_rate: f64,
+}
+
+impl Trained {
+    /// The hashed placement over `slots` (> 0) slots for `keys` keys, untrained: its conflict
+    /// rate is the expected one of a random hash, `1 − (1 − e^−α)/α` at load factor `α`.
+    pub(crate) fn hashed(slots: usize, keys: usize) -> Self {
+        let alpha = keys as f64 / slots as f64;
+        Self {
+            placement: Placement::hashed(slots, BUCKET_ROTATE),
+            conflict_rate: if keys == 0 {
+                0.0
+            } else {
+                1.0 - (1.0 - (-alpha).exp()) / alpha
+            },
+        }
+    }
 }
 
 impl Placement {

@@ -5,12 +5,13 @@
 //! `uninitialized`, lock, version), a key word (see `key`) and a value word. Buckets are records
 //! inline in the group's bucket array, so a lookup that hits its bucket touches one cache line
 //! (two when the record straddles lines). A key whose home bucket is taken first tries the
-//! two neighbouring buckets (usually the same or the next cache line; a learned model's
-//! conflicts are mostly a key pushed into its neighbour's bucket by noise, leaving its own
-//! empty), then goes to a chain of [`Node`]s (a record plus a `next` pointer). Chain heads live
-//! in a separate array, one head per [`CHAIN_SPAN`] buckets: the paper's `bucket_t` carries its
-//! own chain pointer, which would make every bucket 32 bytes; with neighbour probing chains are
-//! rare, and sharing a head between four buckets keeps a group near 26 bytes per bucket.
+//! buckets up to two away (the same or the adjacent cache lines; a learned model's conflicts
+//! are mostly a key pushed into its neighbour's bucket by noise, leaving its own empty), then
+//! goes to a chain of [`Node`]s (a record plus a `next` pointer): every chain node a lookup
+//! follows is a cache miss, which is what the probing saves. Chain heads live in a separate
+//! array, one head per [`CHAIN_SPAN`] buckets: the paper's `bucket_t` carries its own chain
+//! pointer, which would make every bucket 32 bytes; with probing chains are short, and sharing a
+//! head between two buckets keeps a group at 28 bytes per bucket.
 //!
 //! While `is_ptr` is set (between a resize's migration and its copy phase) a record's value
 //! word holds the address of the authoritative record in the old group, which stays allocated
@@ -31,7 +32,7 @@ use concurrency::{RecordGuard, RecordLock, RecordMeta};
 use crate::key::HashKey;
 
 /// Buckets per chain head.
-pub(crate) const CHAIN_SPAN: usize = 4;
+pub(crate) const CHAIN_SPAN: usize = 2;
 
 /// One record: meta word, key word, value word.
 pub(crate) struct Record {
