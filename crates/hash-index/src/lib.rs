@@ -10,6 +10,30 @@
 //! chain nodes, the meta-word operations), `group` (Algorithm 9 on one group), `resize`
 //! (Algorithm 10), `index` (the root and the public operations), `background`, `counter`
 //! (striped counters).
+//!
+//! Decisions on the digest's flaws and gaps (§3.18, §4.6, §9), each explained in its module:
+//!
+//! - *Frozen without `tmp_group`* (§4.6 case 18): the new group is allocated before the freeze
+//!   and published as the freeze itself, so no put ever retries or waits for a resize; inserts
+//!   into the old group re-check `tmp_group` under the key's home-bucket lock (`group`).
+//! - *Barrier on idle threads* (§4.3): the barriers are [`concurrency::GracePeriod`] (QSBR
+//!   with an offline state); resizes of one background pass share them (`resize`).
+//! - *Migration racing workers* (§3.18 bug-risk): pointer records are placed under the new
+//!   group's bucket locks, never over a key a worker inserted, removed records skipped.
+//! - *Racy reads in Rust*: every word a reader touches is atomic; a pointer record is
+//!   validated before its target is followed and again after (`record`).
+//! - *Remove semantics* (a gap): a remove updates the key's record in lookup order (bucket,
+//!   nearby buckets, chain, then `tmp_group`) and never inserts; removed records are revived
+//!   only in the group that takes inserts.
+//! - *Chain design* (a gap): a key first tries buckets up to two away, then a chain shared by two
+//!   buckets, pushed under the home bucket's lock (`record`).
+//! - *Resize target size* (a gap): `live / target_load_factor` buckets, and at least twice the
+//!   buckets when growing (`resize`).
+//! - *Learned or hash* (the issue): each group's placement is trained on its keys and kept
+//!   only if it conflicts less than the hash (`model`); groups under a hashed root use the
+//!   hash untrained.
+//! - *Root*: fixed at construction (learned or hashed); groups grow and shrink on their own.
+//!   Retraining or re-partitioning the root is not implemented (`index`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -32,7 +32,7 @@ use learned_model::{LinearModel, offset_from_pivot};
 use crate::key::HashKey;
 use crate::record::{BUCKET_BYTES, NODE_BYTES};
 
-/// How a [`Placement`] maps keys to slots.
+/// How keys are placed in slots (groups at the root, buckets in a group).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlacementKind {
     /// A linear CDF model over the keys' model inputs.
