@@ -61,8 +61,11 @@ impl Default for Config {
     }
 }
 
-/// The largest accepted group count or bucket count of one group.
+/// The largest accepted group count, and the largest `min_buckets`.
 pub const MAX_GROUPS: usize = 1 << 24;
+
+/// The most buckets an empty index may start with (`initial_groups × min_buckets`).
+const MAX_INITIAL_BUCKETS: usize = 1 << 28;
 
 impl Config {
     /// Checks every parameter against its accepted range.
@@ -88,6 +91,12 @@ impl Config {
         }
         if self.initial_groups == 0 || self.initial_groups > MAX_GROUPS {
             return invalid("initial_groups", "must lie in 1..=2^24");
+        }
+        if self.initial_groups.saturating_mul(self.min_buckets) > MAX_INITIAL_BUCKETS {
+            return invalid(
+                "initial_groups",
+                "times min_buckets must be at most 2^28 (the buckets of an empty index)",
+            );
         }
         if self.group_size == 0 {
             return invalid("group_size", "must be at least 1");
@@ -148,6 +157,14 @@ mod tests {
             (
                 Config {
                     initial_groups: 0,
+                    ..base.clone()
+                },
+                "initial_groups",
+            ),
+            (
+                Config {
+                    initial_groups: 1 << 20,
+                    min_buckets: 1 << 20,
                     ..base.clone()
                 },
                 "initial_groups",
