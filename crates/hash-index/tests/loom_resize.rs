@@ -6,6 +6,9 @@
 //! slot, the grace-period barrier, the restructure lock) is loom's, so every interleaving of the
 //! worker's operation with the resize's steps is explored up to the preemption bound.
 //!
+//! The last models check the probing of nearby buckets (a crowded group whose keys all share
+//! one home bucket) without a resize.
+//!
 //! Models with two foreground operations run the second one on the resizing thread inside the
 //! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
 //! falls between two steps of the resize. The main thread yields right after spawning
@@ -190,4 +193,55 @@ fn remove_and_reinsert_during_a_resize_are_linearizable() {
             index.validate();
         });
     }
+}
+
+/// Key 10 in a group of three buckets whose placement sends every key to bucket 0 (a line
+/// trained on one key is flat), so new keys take the nearby buckets 1 and 2 (with `try_lock`)
+/// or go to the chain.
+fn crowded_index() -> Arc<XIndexH<u64>> {
+    let config = Config {
+        background_threads: 0,
+        initial_groups: 1,
+        min_buckets: 1,
+        ..Config::default()
+    };
+    let index = XIndexH::bulk_load(&[(10, 1)], config).expect("unique keys");
+    assert!(index.resize_slot_with(0, Some(3), |_| {}));
+    Arc::new(index)
+}
+
+#[test]
+fn inserts_probing_the_same_buckets_keep_one_record_per_key() {
+    model(
+        "insert 15 ‖ insert 25, 35, nearby buckets and chain",
+        || {
+            let index = crowded_index();
+            let other = spawn(&index, |index| index.insert(15, 3));
+            assert_eq!(index.insert(25, 4), None);
+            assert_eq!(index.insert(35, 5), None);
+            assert_eq!(other.join().expect("the put finishes"), None);
+            assert_eq!(
+                (
+                    index.get(&10),
+                    index.get(&15),
+                    index.get(&25),
+                    index.get(&35)
+                ),
+                (Some(1), Some(3), Some(4), Some(5))
+            );
+            index.validate();
+        },
+    );
+    model("insert 15 ‖ insert 15, nearby buckets", || {
+        let index = crowded_index();
+        let other = spawn(&index, |index| index.insert(15, 3));
+        let mine = index.insert(15, 4);
+        let other = other.join().expect("the put finishes");
+        assert_one_order(
+            (other, mine, index.get(&15)),
+            (None, Some(3), Some(4)),
+            (Some(4), None, Some(3)),
+        );
+        index.validate();
+    });
 }
