@@ -103,6 +103,8 @@ pub struct Measured {
     pub load_seconds: Option<f64>,
     /// Whether the operations were generated before the start.
     pub pregenerated: bool,
+    /// The index's own notes ([`IndexAdapter::notes`]), read after the run.
+    pub notes: Vec<(String, String)>,
 }
 
 /// Lets deferred frees of earlier runs (crossbeam-epoch garbage of the previous index) happen
@@ -176,7 +178,9 @@ where
     } else {
         loaded_bytes as f64 / pairs.len() as f64
     };
+    let notes = index.notes();
     Ok(Measured {
+        notes,
         run,
         bytes_per_key,
         load_seconds,
@@ -373,6 +377,9 @@ fn record(case: &Case, measured: &Measured) -> Record {
     }
     if measured.pregenerated {
         record = record.note("pregenerated", true);
+    }
+    for (key, value) in &measured.notes {
+        record = record.note(key.as_str(), value);
     }
     record
 }

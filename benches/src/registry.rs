@@ -17,6 +17,7 @@ use crate::adapters::scc_tree::SccTree;
 use crate::adapters::scry::Scry;
 use crate::adapters::skiplist::Skiplist;
 use crate::adapters::xindex::XIndexAdapter;
+use crate::adapters::xindex_h::XIndexHAdapter;
 use crate::oracle::Oracle;
 
 /// An adapter for byte-string keys of any lifetime.
@@ -96,6 +97,12 @@ pub static ENTRIES: &[Entry] = &[
         family: Family::Ordered,
         integer: |_| Box::new(BTreeRwLock::<u64>::new()),
         bytes: Some(|| Box::new(BTreeRwLock::<Vec<u8>>::new())),
+    },
+    Entry {
+        name: "xindex-h",
+        family: Family::Hash,
+        integer: |_| Box::new(XIndexHAdapter::<u64>::new()),
+        bytes: Some(|| Box::new(XIndexHAdapter::<Vec<u8>>::new())),
     },
     Entry {
         name: "dashmap",

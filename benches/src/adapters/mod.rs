@@ -8,8 +8,9 @@
 //! maps cannot scan and return 0 (their experiments never scan).
 //!
 //! Ordered maps: [`scc_tree`], [`congee`], [`skiplist`], [`concurrent_map`], [`scry`],
-//! [`btree_rwlock`]. Hash maps: [`dashmap`], [`scc_hash`], [`papaya`], [`hashmap_rwlock`]. The
-//! byte-string peers ([`scc_tree`], [`btree_rwlock`]) implement the adapter for `&[u8]` keys too.
+//! [`btree_rwlock`]. Hash maps: [`dashmap`], [`scc_hash`], [`papaya`], [`hashmap_rwlock`].
+//! learnkv's own indexes: [`xindex`] (XIndex-R), [`xindex_h`] (XIndex-H). The byte-string
+//! peers ([`scc_tree`], [`btree_rwlock`]) and ours implement the adapter for `&[u8]` keys too.
 
 pub mod btree_rwlock;
 pub mod concurrent_map;
@@ -22,6 +23,7 @@ pub mod scc_tree;
 pub mod scry;
 pub mod skiplist;
 pub mod xindex;
+pub mod xindex_h;
 
 use std::borrow::Borrow;
 use std::hint::black_box;
@@ -84,6 +86,10 @@ pub trait OwnedKeyMap<K: StoredKey>: Send + Sync {
     fn range_visit(&self, start: &K::Query, n: usize) -> usize;
     /// Writes `old ^ value` over a present key's value; returns whether it was present.
     fn xor_value(&self, key: &K::Query, value: u64) -> bool;
+    /// The map's own report notes ([`workload::IndexAdapter::notes`]); none by default.
+    fn map_notes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Implements [`workload::IndexAdapter`] for `$map<u64>` (keys `u64`) and `$map<Vec<u8>>` (keys
@@ -118,6 +124,9 @@ macro_rules! owned_key_adapter {
             fn read_modify_write(&self, key: u64, value: u64) -> bool {
                 $crate::adapters::OwnedKeyMap::<u64>::xor_value(self, &key, value)
             }
+            fn notes(&self) -> Vec<(String, String)> {
+                $crate::adapters::OwnedKeyMap::<u64>::map_notes(self)
+            }
         }
 
         impl<'k> workload::IndexAdapter<&'k [u8]> for $map<Vec<u8>> {
@@ -147,6 +156,9 @@ macro_rules! owned_key_adapter {
             }
             fn read_modify_write(&self, key: &'k [u8], value: u64) -> bool {
                 $crate::adapters::OwnedKeyMap::<Vec<u8>>::xor_value(self, key, value)
+            }
+            fn notes(&self) -> Vec<(String, String)> {
+                $crate::adapters::OwnedKeyMap::<Vec<u8>>::map_notes(self)
             }
         }
     };

@@ -55,6 +55,11 @@ pub trait IndexAdapter<K: Copy>: Send + Sync {
         self.get(key)
             .is_some_and(|old| self.update(key, old ^ value))
     }
+    /// Index-specific figures for the report's notes (`key`, `value`), read once after the
+    /// measured run (for example a learned hash index's conflict rate). None by default.
+    fn notes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Bulk-loads the key space's loaded keys (with their ranks as values) and returns the time it

@@ -1,0 +1,428 @@
+//! A group (Algorithm 8's `group_t`; digest §2.6, §3.18): a bucket placement, the bucket
+//! array, chain heads, the `tmp_group` link and live-key counters, with the point operations
+//! of Algorithm 9 on one group.
+//!
+//! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket,
+//! the buckets near it ([`REACH`]), then its chain (see `record`), then, while the group is being resized,
+//! the `tmp_group`. A group never
+//! holds two records for one key, and only the last location may take a new key (I1): a
+//! group takes new keys (fills its home bucket, pushes onto a chain, or revives a removed
+//! record) only while its `tmp_group` is NULL, and checks that under the lock of the key's
+//! home bucket. Every insert of a key holds its home bucket's lock while it looks for the key
+//! and places it, so two inserts of one key never both place it; a neighbour bucket is taken
+//! with a `try_lock` (skipped if busy) and filled only if still uninitialised. Reviving a
+//! removed record is the one insert that happens elsewhere: under the record's own lock, with
+//! `tmp_group` read after taking it; a put that finds the group frozen locks that record too
+//! before it gives up on the old group, so the same hand-off argument applies. So `tmp_group ≠ NULL` *is* the paper's `frozen` flag, and there is no window
+//! in which a group is frozen without a `tmp_group` to insert into: the resize allocates the
+//! new group before freezing (see `resize`), and a put never waits for a resize (the paper's
+//! put retries until `tmp_group` appears, digest §4.6 case 18).
+//!
+//! Why no key gets two records although an insert into a frozen group's `tmp_group` does not
+//! hold the old group's lock: a put that finds the group frozen first locks the key's home
+//! bucket in the old group and finds the key neither live there nor in the chain, then
+//! unlocks and upserts into `tmp_group` (whose own home-bucket lock makes concurrent upserts
+//! of one key meet). A put that would insert into the old group checks `tmp_group` under that
+//! same home-bucket lock: if it locks after the frozen put, the lock hand-off makes it see
+//! the non-NULL `tmp_group` (it read-happens-after the frozen put's read of it), so it goes to
+//! `tmp_group` too; if it locks before, its record is in the old group when the frozen put
+//! looks. Removed records in a frozen group are never revived, so a key that is not live in
+//! the old group never becomes live there again.
+//!
+//! Lock order (no cycles): a home bucket, then a neighbour or chain node of the same group
+//! (neighbours only by `try_lock`), then (for a pointer record) the target record in the old
+//! group. Nothing holding an old group's lock takes a lock in the new group.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::ptr;
+
+use concurrency::sync::atomic::{AtomicPtr, Ordering};
+
+use crate::counter::{COUNTERS_BYTES, Counters};
+use crate::key::HashKey;
+use crate::model::{Placement, PlacementKind, Trained};
+use crate::record::{self, CHAIN_SPAN, Chain, Locked, NODE_BYTES, Node, Record, Seen, Written};
+
+/// How far from its home bucket a key may be placed before it goes to a chain: the buckets
+/// within two on either side share the home bucket's cache line or its neighbours, so checking
+/// them costs little next to following a chain node.
+pub(crate) const REACH: usize = 2;
+
+/// One group of the index.
+pub(crate) struct Group<K: HashKey> {
+    /// The group being built by a resize (inserts go there); NULL when not resizing.
+    tmp: AtomicPtr<Group<K>>,
+    placement: Placement,
+    /// The conflict rate the placement had on the keys it was trained on.
+    trained_conflict_rate: f64,
+    buckets: Box<[Record]>,
+    /// One chain head per `CHAIN_SPAN` buckets.
+    chains: Box<[AtomicPtr<Node>]>,
+    /// First: live keys (records of this group, pointer records counted while their target
+    /// is live); second: chain nodes.
+    counts: Counters,
+    _key: PhantomData<fn() -> K>,
+}
+
+/// The outcome of an upsert on one group.
+pub(crate) enum Upsert<'g, K: HashKey> {
+    /// The put took effect; the previous value if the key was live.
+    Done(Option<u64>),
+    /// The group is frozen and does not hold the key live: continue in its `tmp_group`.
+    Frozen(&'g Group<K>),
+}
+
+impl<K: HashKey> Group<K> {
+    /// An empty group with the trained placement's buckets, all uninitialised.
+    pub(crate) fn new(trained: Trained) -> Self {
+        let slots = trained.placement.slots();
+        Self {
+            tmp: AtomicPtr::new(ptr::null_mut()),
+            placement: trained.placement,
+            trained_conflict_rate: trained.conflict_rate,
+            buckets: (0..slots).map(|_| Record::empty()).collect(),
+            chains: (0..slots.div_ceil(CHAIN_SPAN))
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            counts: Counters::new(),
+            _key: PhantomData,
+        }
+    }
+
+    /// The bucket count.
+    pub(crate) fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Live keys (approximate while writers run).
+    pub(crate) fn live(&self) -> i64 {
+        self.counts.first()
+    }
+
+    /// Chain nodes (approximate while writers run).
+    pub(crate) fn chain_nodes(&self) -> i64 {
+        self.counts.second()
+    }
+
+    /// The placement's kind.
+    pub(crate) fn placement_kind(&self) -> PlacementKind {
+        self.placement.kind()
+    }
+
+    /// The conflict rate the placement had when it was trained.
+    pub(crate) fn trained_conflict_rate(&self) -> f64 {
+        self.trained_conflict_rate
+    }
+
+    /// The `tmp_group` pointer (non-NULL while frozen).
+    pub(crate) fn tmp_link(&self) -> &AtomicPtr<Group<K>> {
+        &self.tmp
+    }
+
+    /// The `tmp_group`, if frozen.
+    #[inline]
+    pub(crate) fn tmp(&self) -> Option<&Group<K>> {
+        let tmp = self.tmp.load(Ordering::Acquire);
+        // SAFETY: a `tmp_group` becomes the group's successor in its root slot and is freed
+        // only a grace period after it is unlinked in turn, which is after this group is
+        // freed; the caller reached `self` while online, so both outlive `&self`.
+        unsafe { tmp.as_ref() }
+    }
+
+    /// The chain head of bucket `b`.
+    #[inline]
+    fn chain(&self, b: usize) -> &AtomicPtr<Node> {
+        &self.chains[b / CHAIN_SPAN]
+    }
+
+    /// The neighbours of bucket `b` a key placed at `b` may occupy, in lookup order: the
+    /// buckets up to [`REACH`] away, nearest first.
+    #[inline]
+    fn neighbours(&self, b: usize) -> impl Iterator<Item = &Record> {
+        (1..=REACH).flat_map(move |d| {
+            let after = self.buckets.get(b + d);
+            let before = b.checked_sub(d).map(|i| &self.buckets[i]);
+            after.into_iter().chain(before)
+        })
+    }
+
+    /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
+    /// or a node of its chain. An uninitialised home bucket means none of these holds it: a
+    /// key goes elsewhere only when its home bucket is taken, and buckets are never emptied.
+    #[inline]
+    fn find(&self, b: usize, key: &K::Query) -> Option<&Record> {
+        let home = &self.buckets[b];
+        let meta = home.meta();
+        if meta.is_uninitialized() {
+            return None;
+        }
+        // SAFETY: initialised (seen with Acquire), so the key word is live for `&self`.
+        if unsafe { K::word_eq(home.key_word(), key) } {
+            return Some(home);
+        }
+        if let Some(record) = self.neighbours(b).find(|r| r.holds::<K>(key)) {
+            return Some(record);
+        }
+        Chain::new(self.chain(b)).find(|r| r.holds::<K>(key))
+    }
+
+    /// Takes a free neighbour of bucket `b` for a new record, if one is free and not locked
+    /// (a held lock is skipped rather than waited for, so two inserts probing towards each
+    /// other's home bucket never deadlock). The caller holds `b`'s lock.
+    fn claim_neighbour(&self, b: usize, key: &K::Query, value: u64, is_ptr: bool) -> bool {
+        for record in self.neighbours(b) {
+            if record.meta().is_uninitialized()
+                && let Some(mut locked) = record.try_lock()
+                && locked.meta().is_uninitialized()
+            {
+                locked.fill(K::new_word(key), value, is_ptr);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `get` (Algorithm 9): this group, then the `tmp_group`s.
+    #[inline]
+    pub(crate) fn get(&self, key: &K::Query) -> Option<u64> {
+        let mut group = self;
+        loop {
+            let b = group.placement.slot::<K>(key);
+            if let Some(record) = group.find(b, key)
+                && let Seen::Live(value) = record.read()
+            {
+                return Some(value);
+            }
+            group = group.tmp()?;
+        }
+    }
+
+    /// `put` on this group (Algorithm 9): update a live record, or take the key if this group
+    /// takes inserts, or report the `tmp_group` to continue in.
+    pub(crate) fn upsert(&self, key: &K::Query, value: u64) -> Upsert<'_, K> {
+        let b = self.placement.slot::<K>(key);
+        let home = &self.buckets[b];
+        let mut locked = home.lock();
+        // Read under the home bucket's lock: see the module comment.
+        let tmp = self.tmp();
+        if locked.meta().is_uninitialized() {
+            if let Some(tmp) = tmp {
+                return Upsert::Frozen(tmp);
+            }
+            locked.fill(K::new_word(key), value, false);
+            self.counts.add_first(1);
+            return Upsert::Done(None);
+        }
+        if home.holds::<K>(key) {
+            return self.write_or_revive(&mut locked, value, tmp);
+        }
+        if let Some(record) = self
+            .neighbours(b)
+            .find(|r| r.holds::<K>(key))
+            .or_else(|| Chain::new(self.chain(b)).find(|r| r.holds::<K>(key)))
+        {
+            // The key's record is permanent, so every put of the key meets on its lock; the
+            // home lock is released first (two homes' puts must not wait on each other's
+            // neighbour), and `tmp_group` is read again under the record's lock.
+            drop(locked);
+            let mut other = record.lock();
+            let tmp = self.tmp();
+            return self.write_or_revive(&mut other, value, tmp);
+        }
+        if let Some(tmp) = tmp {
+            return Upsert::Frozen(tmp);
+        }
+        if self.claim_neighbour(b, key, value, false) {
+            self.counts.add_first(1);
+            return Upsert::Done(None);
+        }
+        record::push(self.chain(b), K::new_word(key), value, false);
+        self.counts.add_first(1);
+        self.counts.add_second(1);
+        Upsert::Done(None)
+    }
+
+    /// Writes `value` into the key's locked record, reviving it if it is removed and this
+    /// group takes inserts.
+    fn write_or_revive<'g>(
+        &'g self,
+        locked: &mut Locked<'_>,
+        value: u64,
+        tmp: Option<&'g Group<K>>,
+    ) -> Upsert<'g, K> {
+        match locked.write(Some(value)) {
+            Written::Updated(old) => return Upsert::Done(Some(old)),
+            Written::PointerToRemoved => self.counts.add_first(-1),
+            Written::WasRemoved => {}
+        }
+        match tmp {
+            Some(tmp) => Upsert::Frozen(tmp),
+            None => {
+                locked.revive(value);
+                self.counts.add_first(1);
+                Upsert::Done(None)
+            }
+        }
+    }
+
+    /// `remove` on this group and then its `tmp_group`s; never inserts.
+    pub(crate) fn remove(&self, key: &K::Query) -> Option<u64> {
+        let mut group = self;
+        loop {
+            let b = group.placement.slot::<K>(key);
+            if let Some(record) = group.find(b, key) {
+                match record.lock().write(None) {
+                    Written::Updated(old) => {
+                        group.counts.add_first(-1);
+                        return Some(old);
+                    }
+                    Written::PointerToRemoved => group.counts.add_first(-1),
+                    Written::WasRemoved => {}
+                }
+            }
+            group = group.tmp()?;
+        }
+    }
+
+    /// Resize migration (Algorithm 10 line 11): adds a pointer record to `target` for `key`
+    /// unless this (new) group already holds the key, inserted by a worker after the key
+    /// stopped being live in the old group.
+    pub(crate) fn place_pointer(&self, key: &K::Query, target: &Record) {
+        let b = self.placement.slot::<K>(key);
+        let home = &self.buckets[b];
+        let mut locked = home.lock();
+        if locked.meta().is_uninitialized() {
+            locked.fill(K::new_word(key), record::address(target), true);
+            self.counts.add_first(1);
+            return;
+        }
+        if home.holds::<K>(key) || Chain::new(self.chain(b)).any(|r| r.holds::<K>(key)) {
+            return;
+        }
+        record::push(
+            self.chain(b),
+            K::new_word(key),
+            record::address(target),
+            true,
+        );
+        self.counts.add_first(1);
+        self.counts.add_second(1);
+    }
+
+    /// The number of chain heads (the unit of [`visit`](Self::visit) ranges).
+    pub(crate) fn chain_count(&self) -> usize {
+        self.chains.len()
+    }
+
+    /// Calls `f` on every initialised record of the buckets and chains under the chain heads
+    /// in `heads`.
+    pub(crate) fn visit<'a>(&'a self, heads: Range<usize>, mut f: impl FnMut(&'a Record)) {
+        for h in heads {
+            let buckets = h * CHAIN_SPAN..((h + 1) * CHAIN_SPAN).min(self.buckets.len());
+            for record in &self.buckets[buckets] {
+                if !record.meta().is_uninitialized() {
+                    f(record);
+                }
+            }
+            Chain::new(&self.chains[h]).for_each(&mut f);
+        }
+    }
+
+    /// The copy phase (Algorithm 10 line 16) over the chain heads in `heads`.
+    pub(crate) fn replace_pointers(&self, heads: Range<usize>) {
+        self.visit(heads, |record| {
+            if record.meta().is_ptr() && record.lock().replace_pointer() {
+                self.counts.add_first(-1);
+            }
+        });
+    }
+
+    /// The live keys and values of this group, the `tmp_group` left out; pointer records are
+    /// skipped with `skip_pointers` (their targets are read where they live).
+    pub(crate) fn collect(&self, skip_pointers: bool, out: &mut Vec<(K, u64)>) {
+        self.visit(0..self.chain_count(), |record| {
+            if skip_pointers && record.meta().is_ptr() {
+                return;
+            }
+            if let Seen::Live(value) = record.read() {
+                // SAFETY: the record is initialised, so its key word is live for `&self`.
+                out.push((unsafe { K::word_key(record.key_word()) }, value));
+            }
+        });
+    }
+
+    /// Heap bytes held by this group (the `tmp_group` left out).
+    pub(crate) fn bytes(&self) -> usize {
+        let mut keys = 0;
+        self.visit(0..self.chain_count(), |record| {
+            // SAFETY: the record is initialised, so its key word is live for `&self`.
+            keys += unsafe { K::word_heap_bytes(record.key_word()) };
+        });
+        std::mem::size_of::<Self>()
+            + std::mem::size_of_val(&*self.buckets)
+            + std::mem::size_of_val(&*self.chains)
+            + self.chain_nodes().max(0) as usize * NODE_BYTES
+            + COUNTERS_BYTES
+            + keys
+    }
+}
+
+impl<K: HashKey> Group<K> {
+    /// Checks the group's records (for `validate`, with no operation running): not frozen;
+    /// no record locked or a pointer; each in (or next to) the bucket or in the chain its key
+    /// is placed in, and
+    /// routed to this group by `routed_here`. Calls `each` with every record's key and
+    /// returns the live records.
+    pub(crate) fn check(
+        &self,
+        routed_here: impl Fn(&K::Query) -> bool,
+        mut each: impl FnMut(K),
+    ) -> usize {
+        assert!(self.tmp().is_none(), "a group is left frozen");
+        let mut live = 0;
+        let mut check = |record: &Record, home: &dyn Fn(usize) -> bool| {
+            let meta = record.meta();
+            assert!(!meta.is_locked(), "a record is left locked");
+            assert!(!meta.is_ptr(), "a record is left a pointer");
+            // SAFETY: the record is initialised, so its key word is live for `&self`.
+            let key = unsafe { K::word_key(record.key_word()) };
+            assert!(routed_here(key.borrow()), "a key in the wrong group");
+            assert!(
+                home(self.placement.slot::<K>(key.borrow())),
+                "a key in the wrong bucket"
+            );
+            if !meta.is_removed() {
+                live += 1;
+            }
+            each(key);
+        };
+        for (b, record) in self.buckets.iter().enumerate() {
+            if !record.meta().is_uninitialized() {
+                check(record, &|slot| slot.abs_diff(b) <= REACH);
+            }
+        }
+        for (h, head) in self.chains.iter().enumerate() {
+            for record in Chain::new(head) {
+                check(record, &|slot| slot / CHAIN_SPAN == h);
+            }
+        }
+        live
+    }
+}
+
+impl<K: HashKey> Drop for Group<K> {
+    fn drop(&mut self) {
+        for record in self.buckets.iter() {
+            if !record.meta().is_uninitialized() {
+                // SAFETY: exclusive access; an initialised bucket's key word is live and
+                // released once, here.
+                unsafe { K::release_word(record.key_word()) };
+            }
+        }
+        for head in self.chains.iter() {
+            // SAFETY: exclusive access: the group is unreachable.
+            unsafe { record::free_chain::<K>(head) };
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Loom models of XIndex-H's non-blocking resize against foreground operations (digest §4.7
+//! case 12, and the list), on the real index: one group holding keys 10 → 1 and
+//! 20 → 2 in two buckets, resized on the main thread through the test hook (to one bucket, so
+//! the new group also exercises its chain) while a worker thread runs an operation. Everything
+//! the protocol touches (meta words, key and value words, chain heads, `tmp_group`, the root
+//! slot, the grace-period barrier, the restructure lock) is loom's, so every interleaving of the
+//! worker's operation with the resize's steps is explored up to the preemption bound.
+//!
+//! The last models check the probing of nearby buckets (a crowded group whose keys all share
+//! one home bucket) without a resize.
+//!
+//! Models with two foreground operations run the second one on the resizing thread inside the
+//! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
+//! falls between two steps of the resize. The main thread yields right after spawning
+//! (tokio-rs/loom#166: otherwise the first execution runs the main thread first and some
+//! interleavings are never explored).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test
+//! --release -p hash-index --test loom_resize`.
+#![cfg(loom)]
+
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+use concurrency::sync::{Arc, thread};
+use hash_index::{Config, HashIndex, Phase, XIndexH};
+
+/// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
+/// prints the executions explored and the time taken (visible with `--nocapture`).
+fn model(name: &str, f: impl Fn() + Send + Sync + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
+    // A std atomic on purpose: it counts executions and is no part of the model.
+    let executions = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&executions);
+    let started = Instant::now();
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "{name}: {} executions explored in {:.1} s",
+        executions.load(std::sync::atomic::Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Keys 10 → 1 and 20 → 2 in one group of two buckets; no background thread.
+fn tiny_index() -> Arc<XIndexH<u64>> {
+    let config = Config {
+        background_threads: 0,
+        initial_groups: 1,
+        min_buckets: 1,
+        ..Config::default()
+    };
+    Arc::new(XIndexH::bulk_load(&[(10, 1), (20, 2)], config).expect("unique keys"))
+}
+
+/// Runs `op` on a new thread with the index, then yields (loom#166).
+fn spawn<T: Send + 'static>(
+    index: &Arc<XIndexH<u64>>,
+    op: impl FnOnce(&XIndexH<u64>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let index = Arc::clone(index);
+    let handle = thread::spawn(move || op(&index));
+    thread::yield_now();
+    handle
+}
+
+/// Resizes the only group to one bucket on this thread.
+fn resize(index: &XIndexH<u64>) {
+    assert!(index.resize_slot_with(0, Some(1), |_| {}));
+}
+
+/// Resizes the only group to one bucket on this thread, running `op` at phase `at`.
+fn resize_running<T>(index: &XIndexH<u64>, at: Phase, op: impl Fn(&XIndexH<u64>) -> T) -> T {
+    let mut result = None;
+    assert!(index.resize_slot_with(0, Some(1), |phase| {
+        if phase == at {
+            result = Some(op(index));
+        }
+    }));
+    result.expect("every phase is reached")
+}
+
+/// The outcome of two operations `a` and `b` on one key and the key's final value must be one
+/// of the two serial orders.
+fn assert_one_order<T: PartialEq + std::fmt::Debug>(
+    observed: (T, T, Option<u64>),
+    a_then_b: (T, T, Option<u64>),
+    b_then_a: (T, T, Option<u64>),
+) {
+    assert!(
+        observed == a_then_b || observed == b_then_a,
+        "not linearizable: observed {observed:?}, expected {a_then_b:?} or {b_then_a:?}"
+    );
+}
+
+#[test]
+fn insert_of_a_new_key_during_migration() {
+    model("insert ‖ resize", || {
+        let index = tiny_index();
+        let put = spawn(&index, |index| index.insert(15, 3));
+        resize(&index);
+        assert_eq!(put.join().expect("the put finishes"), None);
+        assert_eq!(index.get(&15), Some(3));
+        assert_eq!(index.get(&10), Some(1));
+        index.validate(); // one record per key, counters exact
+    });
+}
+
+#[test]
+fn update_of_a_migrated_key_is_not_lost() {
+    model("update ‖ resize", || {
+        let index = tiny_index();
+        let put = spawn(&index, |index| index.insert(10, 11));
+        resize(&index);
+        assert_eq!(put.join().expect("the put finishes"), Some(1));
+        assert_eq!(
+            index.get(&10),
+            Some(11),
+            "the update survived the copy phase"
+        );
+        index.validate();
+    });
+}
+
+#[test]
+fn remove_during_migration() {
+    model("remove ‖ resize", || {
+        let index = tiny_index();
+        let remove = spawn(&index, |index| index.remove(&10));
+        resize(&index);
+        assert_eq!(remove.join().expect("the remove finishes"), Some(1));
+        assert_eq!(index.get(&10), None, "no resurrection");
+        assert_eq!(index.get(&20), Some(2));
+        index.validate();
+    });
+}
+
+#[test]
+fn get_during_the_copy_phase_sees_old_or_new() {
+    for at in [Phase::Swapped, Phase::AfterB2, Phase::MidCopy] {
+        model(&format!("get ‖ put at {at:?}"), move || {
+            let index = tiny_index();
+            let get = spawn(&index, |index| index.get(&20));
+            let put = resize_running(&index, at, |index| index.insert(20, 22));
+            assert_eq!(put, Some(2));
+            let seen = get.join().expect("the get finishes");
+            assert!(seen == Some(2) || seen == Some(22), "get saw {seen:?}");
+            assert_eq!(index.get(&20), Some(22));
+            index.validate();
+        });
+    }
+}
+
+#[test]
+fn two_inserts_of_one_new_key_during_a_resize_make_one_record() {
+    for at in [
+        Phase::Frozen,
+        Phase::AfterB1,
+        Phase::Migrated,
+        Phase::AfterB2,
+    ] {
+        model(&format!("insert ‖ insert at {at:?}"), move || {
+            let index = tiny_index();
+            let worker = spawn(&index, |index| index.insert(15, 11));
+            let main = resize_running(&index, at, |index| index.insert(15, 12));
+            let worker = worker.join().expect("the put finishes");
+            assert_one_order(
+                (worker, main, index.get(&15)),
+                (None, Some(11), Some(12)),
+                (Some(12), None, Some(11)),
+            );
+            index.validate(); // never two records for key 15
+        });
+    }
+}
+
+#[test]
+fn remove_and_reinsert_during_a_resize_are_linearizable() {
+    for at in [Phase::Frozen, Phase::AfterB1, Phase::Swapped] {
+        model(&format!("remove ‖ put at {at:?}"), move || {
+            let index = tiny_index();
+            let remove = spawn(&index, |index| index.remove(&10));
+            let put = resize_running(&index, at, |index| index.insert(10, 12));
+            let remove = remove.join().expect("the remove finishes");
+            assert_one_order(
+                (remove, put, index.get(&10)),
+                (Some(1), None, Some(12)),
+                (Some(12), Some(1), None),
+            );
+            index.validate();
+        });
+    }
+}
+
+/// Key 10 in a group of three buckets whose placement sends every key to bucket 0 (a line
+/// trained on one key is flat), so new keys take the nearby buckets 1 and 2 (with `try_lock`)
+/// or go to the chain.
+fn crowded_index() -> Arc<XIndexH<u64>> {
+    let config = Config {
+        background_threads: 0,
+        initial_groups: 1,
+        min_buckets: 1,
+        ..Config::default()
+    };
+    let index = XIndexH::bulk_load(&[(10, 1)], config).expect("unique keys");
+    assert!(index.resize_slot_with(0, Some(3), |_| {}));
+    Arc::new(index)
+}
+
+#[test]
+fn inserts_probing_the_same_buckets_keep_one_record_per_key() {
+    model(
+        "insert 15 ‖ insert 25, 35, nearby buckets and chain",
+        || {
+            let index = crowded_index();
+            let other = spawn(&index, |index| index.insert(15, 3));
+            assert_eq!(index.insert(25, 4), None);
+            assert_eq!(index.insert(35, 5), None);
+            assert_eq!(other.join().expect("the put finishes"), None);
+            assert_eq!(
+                (
+                    index.get(&10),
+                    index.get(&15),
+                    index.get(&25),
+                    index.get(&35)
+                ),
+                (Some(1), Some(3), Some(4), Some(5))
+            );
+            index.validate();
+        },
+    );
+    model("insert 15 ‖ insert 15, nearby buckets", || {
+        let index = crowded_index();
+        let other = spawn(&index, |index| index.insert(15, 3));
+        let mine = index.insert(15, 4);
+        let other = other.join().expect("the put finishes");
+        assert_one_order(
+            (other, mine, index.get(&15)),
+            (None, Some(3), Some(4)),
+            (Some(4), None, Some(3)),
+        );
+        index.validate();
+    });
+}
