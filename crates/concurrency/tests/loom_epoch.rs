@@ -5,8 +5,8 @@
 mod common;
 
 use concurrency::epoch::{self, Atomic, Owned};
+use concurrency::sync::Arc;
 use concurrency::sync::atomic::{AtomicBool, Ordering};
-use concurrency::sync::{Arc, thread};
 
 struct Node {
     value: u64,
@@ -29,7 +29,7 @@ fn pinned_reader_never_sees_a_deferred_object_destroyed() {
         }));
         let reader = {
             let root = Arc::clone(&root);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let guard = epoch::pin();
                 let shared = root.load(Ordering::Acquire, &guard);
                 // SAFETY: loaded under `guard`; nodes are destroyed only through

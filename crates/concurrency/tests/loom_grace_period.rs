@@ -53,7 +53,7 @@ fn spawn_reader(
     operation: fn(&World, &Participant),
 ) -> thread::JoinHandle<()> {
     let world = Arc::clone(world);
-    thread::spawn(move || operation(&world, &participant))
+    common::spawn(move || operation(&world, &participant))
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn retry_loop_announcing_quiescence_stays_safe_and_live() {
         let online = participant.enter();
         let writer = {
             let world = Arc::clone(&world);
-            thread::spawn(move || world.retire_with(|| world.domain.synchronize()))
+            common::spawn(move || world.retire_with(|| world.domain.synchronize()))
         };
         for _ in 0..2 {
             world.read();
@@ -164,7 +164,7 @@ fn thread_local_participants_enter_and_synchronize() {
         let world = World::new();
         let reader = {
             let world = Arc::clone(&world);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let _online = world.domain.enter();
                 world.read();
             })
@@ -197,7 +197,7 @@ fn two_readers_and_a_synchronizer() {
         });
         let cached = {
             let world = Arc::clone(&world);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let online = world.domain.enter();
                 world.read();
                 online.quiescent();

@@ -39,7 +39,7 @@ fn validated_read_is_never_torn() {
         let node = Arc::new(Node::default());
         let writer = {
             let node = Arc::clone(&node);
-            thread::spawn(move || {
+            common::spawn(move || {
                 for v in 1..=2 {
                     let guard = node.lock.lock().expect("the node is live");
                     node.write_locked(v);
@@ -82,7 +82,7 @@ fn writers_exclude_each_other() {
         });
         let other = {
             let counter = Arc::clone(&counter);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let _guard = counter.lock.lock().expect("the node is live");
                 counter.increment_locked();
             })
@@ -108,7 +108,7 @@ fn obsolete_node_admits_no_valid_read_of_its_last_write() {
         let node = Arc::new(Node::default());
         let unlinker = {
             let node = Arc::clone(&node);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let guard = node.lock.lock().expect("the node is live");
                 node.write_locked(1);
                 guard.unlock_obsolete();

@@ -23,7 +23,7 @@ fn validated_read_is_never_torn() {
         let pair = Arc::new(Pair::default());
         let writer = {
             let pair = Arc::clone(&pair);
-            thread::spawn(move || {
+            common::spawn(move || {
                 for v in 1..=2 {
                     let _guard = pair.lock.lock();
                     pair.a.store(v, Ordering::Relaxed);
@@ -70,7 +70,7 @@ fn writers_exclude_each_other() {
         });
         let other = {
             let counter = Arc::clone(&counter);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let _guard = counter.lock.lock();
                 counter.increment_locked();
             })
@@ -101,7 +101,7 @@ fn cell_value_and_flags_change_together() {
         ));
         let writer = {
             let cell = Arc::clone(&cell);
-            thread::spawn(move || {
+            common::spawn(move || {
                 let mut guard = cell.lock();
                 guard.set_value(7);
                 guard.set_uninitialized(false);
@@ -143,6 +143,9 @@ fn two_writers_and_a_reader_never_tear() {
                 })
             })
             .collect();
+        // No yield after the spawns here (unlike `common::spawn`, tokio-rs/loom#166): with one,
+        // the spinning reader runs into the branch limit described above even at two
+        // preemptions. The single-writer models above cover the reader-first order.
         let (meta, a, b) = loop {
             let snapshot = pair.lock.read_begin();
             let a = pair.a.load(Ordering::Relaxed);
