@@ -14,6 +14,7 @@
 //!   with an offline state, so idle threads never stall a barrier.
 //! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
 //!   the end of each model execution.
+//! - [`workers`]: the periodic background threads an index owns and joins on drop.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
@@ -25,9 +26,11 @@ pub mod node_lock;
 pub mod record_cell;
 pub mod record_lock;
 pub mod sync;
+pub mod workers;
 
 pub use backoff::Backoff;
 pub use grace_period::{GracePeriod, OnlineGuard, Participant};
 pub use node_lock::{NodeLock, NodeWriteGuard, Restart, Version};
 pub use record_cell::{RecordCell, RecordCellGuard};
 pub use record_lock::{RecordGuard, RecordLock, RecordMeta};
+pub use workers::Workers;

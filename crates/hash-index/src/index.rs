@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use concurrency::sync::{Mutex, MutexGuard};
-use concurrency::{GracePeriod, OnlineGuard};
+use concurrency::{GracePeriod, OnlineGuard, Workers};
 
-use crate::background::Background;
+use crate::background;
 use crate::config::{Config, MAX_GROUPS};
 use crate::counter::Counters;
 use crate::error::Error;
@@ -62,7 +62,7 @@ use crate::{HashIndex, Stats};
 pub struct XIndexH<K: HashKey> {
     // Declared first so it drops first: its threads hold `inner` and are joined before the
     // last reference to `inner` (whose drop frees the groups) goes away.
-    _background: Background,
+    _background: Workers,
     inner: Arc<Inner<K>>,
 }
 
@@ -153,7 +153,7 @@ impl<K: HashKey> XIndexH<K> {
             shrinks: AtomicU64::new(0),
             restructure: Mutex::new(()),
         });
-        let background = Background::start(&inner)?;
+        let background = background::start(&inner)?;
         Ok(Self {
             _background: background,
             inner,

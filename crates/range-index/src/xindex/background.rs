@@ -9,52 +9,21 @@
 //! a disjoint set of groups).
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::{self, JoinHandle};
+
+use concurrency::Workers;
 
 use crate::xindex::error::Error;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
 
-/// The background threads of one index; dropping it stops and joins them.
-pub(crate) struct Background {
-    /// One channel per thread; dropping the sender tells the thread to stop.
-    stops: Vec<mpsc::Sender<()>>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Background {
-    /// Starts `inner`'s configured number of background threads.
-    pub(crate) fn start<K: IndexKey>(inner: &Arc<Inner<K>>) -> Result<Self, Error> {
-        let mut background = Self {
-            stops: Vec::new(),
-            threads: Vec::new(),
-        };
-        let period = inner.config().period;
-        for i in 0..inner.config().background_threads {
-            let (stop, stopped) = mpsc::channel::<()>();
-            let inner = Arc::clone(inner);
-            let thread = thread::Builder::new()
-                .name(format!("xindex-bg-{i}"))
-                .spawn(move || {
-                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
-                        inner.maintenance_pass(inner.config().compaction_threshold);
-                    }
-                })?;
-            background.stops.push(stop);
-            background.threads.push(thread);
-        }
-        Ok(background)
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        self.stops.clear();
-        for thread in self.threads.drain(..) {
-            if thread.join().is_err() && !thread::panicking() {
-                panic!("an XIndex background thread panicked");
-            }
-        }
-    }
+/// Starts `inner`'s configured number of background threads, named `xindex-bg-N`; dropping
+/// the result stops and joins them.
+pub(crate) fn start<K: IndexKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error> {
+    let config = inner.config();
+    let (count, period) = (config.background_threads, config.period);
+    let inner = Arc::clone(inner);
+    let workers = Workers::start("xindex-bg", count, period, move || {
+        inner.maintenance_pass(inner.config().compaction_threshold);
+    })?;
+    Ok(workers)
 }

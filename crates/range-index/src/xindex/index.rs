@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use concurrency::sync::{Mutex, MutexGuard};
-use concurrency::{Backoff, GracePeriod, OnlineGuard};
+use concurrency::{Backoff, GracePeriod, OnlineGuard, Workers};
 
-use crate::xindex::background::Background;
+use crate::xindex::background;
 use crate::xindex::config::Config;
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::error::Error;
@@ -70,7 +70,7 @@ use crate::{OrderedIndex, Stats};
 pub struct XIndex<K: IndexKey> {
     // Declared first so it drops first: its threads hold `inner` and are joined before the
     // last reference to `inner` (whose drop frees the groups) goes away.
-    _background: Background,
+    _background: Workers,
     inner: Arc<Inner<K>>,
 }
 
@@ -158,7 +158,7 @@ impl<K: IndexKey> XIndex<K> {
             counters: Counters::new(),
             restructure: Mutex::new(()),
         });
-        let background = Background::start(&inner)?;
+        let background = background::start(&inner)?;
         Ok(Self {
             _background: background,
             inner,
