@@ -13,7 +13,7 @@
 //!   and appear exactly once in every concurrent iteration.
 #![cfg(not(loom))]
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use hash_index::{Config, HashIndex, HashKey, XIndexH};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
+use test_support::{Event, Kind, linearizable};
 
 const WORKERS: u64 = 3;
 const HOT_KEYS: usize = 4;
@@ -58,64 +59,6 @@ impl StressKey for Vec<u8> {
             .parse()
             .expect("keys hold a number")
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Get,
-    Insert(u64),
-    Remove,
-}
-
-/// One completed operation on a hot key.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    key: usize,
-    invoke: u64,
-    response: u64,
-    kind: Kind,
-    result: Option<u64>,
-}
-
-/// Whether the history `ops` of one register starting at `init` is linearizable: a
-/// depth-first search over the operations that may go next (invoked before the earliest
-/// pending response and consistent with the state), remembering (done set, state) pairs
-/// already explored.
-fn linearizable(init: Option<u64>, ops: &[Event]) -> bool {
-    assert!(
-        ops.len() <= 128,
-        "the checker handles up to 128 operations per key"
-    );
-    let all = if ops.len() == 128 {
-        u128::MAX
-    } else {
-        (1u128 << ops.len()) - 1
-    };
-    let mut explored = HashSet::new();
-    let mut stack = vec![(0u128, init)];
-    while let Some((done, state)) = stack.pop() {
-        if done == all {
-            return true;
-        }
-        if !explored.insert((done, state)) {
-            continue;
-        }
-        let pending = (0..ops.len()).filter(|i| done & (1 << i) == 0);
-        let horizon = pending
-            .clone()
-            .map(|i| ops[i].response)
-            .min()
-            .expect("not done");
-        for i in pending.filter(|&i| ops[i].invoke <= horizon && ops[i].result == state) {
-            let next = match ops[i].kind {
-                Kind::Get => state,
-                Kind::Insert(v) => Some(v),
-                Kind::Remove => None,
-            };
-            stack.push((done | (1 << i), next));
-        }
-    }
-    false
 }
 
 fn stress<K: StressKey>(budget: Duration) {
@@ -318,24 +261,4 @@ fn integer_keys_are_linearizable_under_continuous_resizing() {
 #[test]
 fn string_keys_are_linearizable_under_continuous_resizing() {
     stress::<Vec<u8>>(Duration::from_millis(1_000));
-}
-
-#[test]
-fn checker_rejects_a_stale_read_and_a_lost_update() {
-    let op = |invoke, response, kind, result| Event {
-        key: 0,
-        invoke,
-        response,
-        kind,
-        result,
-    };
-    let write_then_read = [op(0, 1, Kind::Insert(5), None), op(2, 3, Kind::Get, None)];
-    assert!(!linearizable(None, &write_then_read));
-    let overlapping = [op(0, 3, Kind::Insert(5), None), op(1, 2, Kind::Get, None)];
-    assert!(linearizable(None, &overlapping));
-    let lost_update = [
-        op(0, 1, Kind::Insert(5), None),
-        op(2, 3, Kind::Insert(6), None),
-    ];
-    assert!(!linearizable(None, &lost_update));
 }

@@ -14,7 +14,7 @@
 //!   stable keys, never written) inside the scanned interval is returned with its value.
 #![cfg(not(loom))]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +25,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, IndexKey, Restructure, XIndex};
+use test_support::{Event, Kind, linearizable};
 
 const WORKERS: u64 = 3;
 const HOT_KEYS: usize = 4;
@@ -69,68 +70,6 @@ impl StressKey for Vec<u8> {
     fn query(&self) -> &[u8] {
         self
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Get,
-    Insert(u64),
-    Remove,
-}
-
-/// One completed operation on a hot key.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    key: usize,
-    invoke: u64,
-    response: u64,
-    kind: Kind,
-    result: Option<u64>,
-}
-
-/// Whether the history `ops` of one register starting at `init` is linearizable (Wing & Gong
-/// with memoisation of (linearized set, state), as in Lowe's and Porcupine's checkers).
-fn linearizable(init: Option<u64>, ops: &[Event]) -> bool {
-    assert!(
-        ops.len() <= 128,
-        "the checker handles up to 128 operations per key"
-    );
-    fn search(
-        done: u128,
-        state: Option<u64>,
-        ops: &[Event],
-        seen: &mut HashSet<(u128, Option<u64>)>,
-    ) -> bool {
-        let all = if ops.len() == 128 {
-            u128::MAX
-        } else {
-            (1u128 << ops.len()) - 1
-        };
-        if done == all {
-            return true;
-        }
-        if !seen.insert((done, state)) {
-            return false;
-        }
-        let pending = || (0..ops.len()).filter(move |i| done & (1 << i) == 0);
-        let first_response = pending().map(|i| ops[i].response).min().expect("not done");
-        for i in pending().filter(|&i| ops[i].invoke <= first_response) {
-            let op = ops[i];
-            if op.result != state {
-                continue;
-            }
-            let next = match op.kind {
-                Kind::Get => state,
-                Kind::Insert(v) => Some(v),
-                Kind::Remove => None,
-            };
-            if search(done | (1 << i), next, ops, seen) {
-                return true;
-            }
-        }
-        false
-    }
-    search(0, init, ops, &mut HashSet::new())
 }
 
 fn stress<K: StressKey>(budget: Duration, sequential_inserts: bool) {
@@ -379,24 +318,4 @@ fn integer_keys_are_linearizable_with_sequential_appends() {
 #[test]
 fn string_keys_are_linearizable_under_continuous_compaction() {
     stress::<Vec<u8>>(Duration::from_millis(1_000), false);
-}
-
-#[test]
-fn checker_rejects_a_stale_read() {
-    let op = |invoke, response, kind, result| Event {
-        key: 0,
-        invoke,
-        response,
-        kind,
-        result,
-    };
-    let write_then_read = [op(0, 1, Kind::Insert(5), None), op(2, 3, Kind::Get, None)];
-    assert!(!linearizable(None, &write_then_read));
-    let overlapping = [op(0, 3, Kind::Insert(5), None), op(1, 2, Kind::Get, None)];
-    assert!(linearizable(None, &overlapping));
-    let lost_update = [
-        op(0, 1, Kind::Insert(5), None),
-        op(2, 3, Kind::Insert(6), None),
-    ];
-    assert!(!linearizable(None, &lost_update));
 }

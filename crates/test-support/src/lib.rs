@@ -1,0 +1,124 @@
+//! Test helpers shared by learnkv's crates (DESIGN.md "Testing layers" 4): the per-key
+//! linearizability check of the stress tests. Each key is a register; threads record, for every
+//! operation on it, when it was invoked and when it returned, what it did and what it saw, and
+//! [`linearizable`] decides whether some order of those operations, consistent with real time,
+//! explains every result.
+
+use std::collections::HashSet;
+
+/// What an operation did to its key's register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Read the value.
+    Get,
+    /// Wrote this value (insert or update).
+    Insert(u64),
+    /// Removed the key.
+    Remove,
+}
+
+/// One completed operation on a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// The key's index in the caller's set of checked keys.
+    pub key: usize,
+    /// When the operation was invoked (any monotonic clock).
+    pub invoke: u64,
+    /// When it returned, on the same clock.
+    pub response: u64,
+    /// What it did.
+    pub kind: Kind,
+    /// What it returned: the value seen by a get, the previous value for a write or remove.
+    pub result: Option<u64>,
+}
+
+/// The most operations [`linearizable`] checks in one history.
+pub const MAX_OPERATIONS: usize = 128;
+
+/// Whether the history `ops` of one register starting at `init` is linearizable (Wing & Gong's
+/// search with memoisation of (linearized set, state), as in Lowe's and Porcupine's checkers).
+///
+/// # Panics
+///
+/// If `ops` holds more than [`MAX_OPERATIONS`] operations.
+pub fn linearizable(init: Option<u64>, ops: &[Event]) -> bool {
+    assert!(
+        ops.len() <= MAX_OPERATIONS,
+        "the checker handles up to {MAX_OPERATIONS} operations per key"
+    );
+    let all = if ops.len() == MAX_OPERATIONS {
+        u128::MAX
+    } else {
+        (1u128 << ops.len()) - 1
+    };
+    search(0, all, init, ops, &mut HashSet::new())
+}
+
+/// Whether the operations not in `done` can follow, from `state`, in some real-time order.
+fn search(
+    done: u128,
+    all: u128,
+    state: Option<u64>,
+    ops: &[Event],
+    seen: &mut HashSet<(u128, Option<u64>)>,
+) -> bool {
+    if done == all {
+        return true;
+    }
+    if !seen.insert((done, state)) {
+        return false;
+    }
+    let pending = || (0..ops.len()).filter(move |i| done & (1 << i) == 0);
+    let first_response = pending()
+        .map(|i| ops[i].response)
+        .min()
+        .expect("some operation is pending");
+    for i in pending().filter(|&i| ops[i].invoke <= first_response) {
+        let op = ops[i];
+        if op.result != state {
+            continue;
+        }
+        let next = match op.kind {
+            Kind::Get => state,
+            Kind::Insert(v) => Some(v),
+            Kind::Remove => None,
+        };
+        if search(done | (1 << i), all, next, ops, seen) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(invoke: u64, response: u64, kind: Kind, result: Option<u64>) -> Event {
+        Event {
+            key: 0,
+            invoke,
+            response,
+            kind,
+            result,
+        }
+    }
+
+    #[test]
+    fn checker_rejects_a_stale_read_and_a_lost_update() {
+        let write_then_read = [op(0, 1, Kind::Insert(5), None), op(2, 3, Kind::Get, None)];
+        assert!(!linearizable(None, &write_then_read));
+        let overlapping = [op(0, 3, Kind::Insert(5), None), op(1, 2, Kind::Get, None)];
+        assert!(linearizable(None, &overlapping));
+        let lost_update = [
+            op(0, 1, Kind::Insert(5), None),
+            op(2, 3, Kind::Insert(6), None),
+        ];
+        assert!(!linearizable(None, &lost_update));
+        let removed_then_read = [
+            op(0, 1, Kind::Remove, Some(1)),
+            op(2, 3, Kind::Get, Some(1)),
+        ];
+        assert!(!linearizable(Some(1), &removed_then_read));
+    }
+}
