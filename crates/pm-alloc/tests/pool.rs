@@ -192,7 +192,8 @@ fn threads_allocate_disjoint_blocks() {
     const THREADS: usize = 4;
     let pool = PoolOptions::new(4 << 20)
         .chunk_size(16 << 10)
-        .lanes(THREADS as u32)
+        // One lane per worker, and one for this thread, which allocates the root.
+        .lanes(THREADS as u32 + 1)
         .volatile()
         .expect("pool");
     let root = pool
