@@ -41,15 +41,23 @@ impl<K: IndexKey> Inner<K> {
         for slot in 0..root.slot_count() {
             let mut link = root.link(slot);
             while let Some(group) = restructurer.group_at(link) {
-                let change = restructurer.decide(
+                let mut change = restructurer.decide(
                     root_successor(&restructurer, slot, group),
                     group,
                     threshold,
                 );
-                let done = match change {
+                let mut done = match change {
                     Some(change) => restructurer.apply(link, slot, change, &mut |_| {}),
                     None => false,
                 };
+                // A group with no key to split at still has its delta index merged.
+                if !done
+                    && change == Some(Restructure::SplitGroup)
+                    && (group.buf().len() > threshold || group.appended() > threshold)
+                {
+                    change = Some(Restructure::Compact);
+                    done = restructurer.apply(link, slot, Restructure::Compact, &mut |_| {});
+                }
                 changed |= done;
                 regrouped |= done
                     && matches!(
