@@ -19,33 +19,11 @@
 //! --test loom_xindex`.
 #![cfg(loom)]
 
-use std::sync::atomic::AtomicUsize;
-use std::time::Instant;
-
 use concurrency::sync::atomic::{AtomicBool, Ordering};
 use concurrency::sync::{Arc, thread};
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, Phase, Restructure, XIndex};
-
-/// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
-/// prints the executions explored and the time taken (visible with `--nocapture`).
-fn model(name: &str, f: impl Fn() + Send + Sync + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
-    // A std atomic on purpose: it counts executions and is no part of the model.
-    let executions = std::sync::Arc::new(AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&executions);
-    let started = Instant::now();
-    builder.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "{name}: {} executions explored in {:.1} s",
-        executions.load(std::sync::atomic::Ordering::Relaxed),
-        started.elapsed().as_secs_f64()
-    );
-}
+use test_support::loom_model as model;
 
 /// Keys 10 → 1 and 20 → 2 in one group; no background thread.
 fn tiny_index() -> Arc<XIndex<u64>> {

@@ -2,9 +2,34 @@
 //! linearizability check of the stress tests. Each key is a register; threads record, for every
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
-//! explains every result.
+//! explains every result. Under `--cfg loom`, [`loom_model`] runs the crates' loom models with
+//! the workspace's preemption bound.
 
 use std::collections::HashSet;
+
+/// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
+/// prints the executions explored and the time taken (visible with `--nocapture`).
+#[cfg(loom)]
+pub fn loom_model(name: &str, f: impl Fn() + Send + Sync + 'static) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
+    // A std atomic on purpose: it counts executions and is no part of the model.
+    let executions = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&executions);
+    let started = std::time::Instant::now();
+    builder.check(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "{name}: {} executions explored in {:.1} s",
+        executions.load(Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    );
+}
 
 /// What an operation did to its key's register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
