@@ -53,6 +53,7 @@ proptest! {
         keys in string_key_sets(600),
         forward_step in 2usize..100,
         max_partial_len in 1usize..12,
+        max_group_len in 1usize..700,
         seed in any::<u64>(),
     ) {
         let grouping = GreedyGrouping {
@@ -60,12 +61,14 @@ proptest! {
             max_partial_len,
             forward_step,
             backward_step: forward_step / 2,
+            max_group_len,
         };
         let groups = grouping.groups(&keys).unwrap();
         let mut next = 0;
         for g in &groups {
             prop_assert_eq!(g.start, next);
             prop_assert!(g.end > g.start);
+            prop_assert!(g.len() <= max_group_len);
             next = g.end;
         }
         prop_assert_eq!(next, keys.len());
@@ -85,6 +88,7 @@ fn groups_respect_both_thresholds_where_they_can() {
         max_partial_len: 6,
         forward_step: 32,
         backward_step: 4,
+        max_group_len: 1 << 16,
     };
     for g in grouping.groups(&keys).unwrap() {
         let model = StringModel::fit(&keys[g.clone()]).unwrap();
@@ -157,6 +161,14 @@ fn one_key_and_empty_input() {
     assert!(matches!(
         GreedyGrouping {
             backward_step: 64,
+            ..GreedyGrouping::default()
+        }
+        .groups(&keys),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        GreedyGrouping {
+            max_group_len: 0,
             ..GreedyGrouping::default()
         }
         .groups(&keys),

@@ -45,7 +45,10 @@ pub struct Config {
     /// (50, the paper's value for random strings).
     pub string_error_threshold: f64,
     /// `pt`: the longest partial key, in bytes, of a group of string keys built by greedy
-    /// grouping (4).
+    /// grouping (16). The paper uses 4 for random strings and 40 for quotes; with 4, natural
+    /// keys (words, e-mail addresses) whose neighbours share long prefixes fall into groups
+    /// of one or two keys (663K words gave 437K groups), while 16 gives groups of hundreds of
+    /// keys on words, e-mails and random strings alike.
     pub string_partial_len: usize,
     /// The user's hint that keys are mostly inserted in ascending order (§3.5.2; false):
     /// groups keep as much spare capacity as they hold keys (at least 64 slots), and a new key
@@ -66,7 +69,7 @@ impl Default for Config {
             compaction_threshold: 8,
             max_group_size: 1 << 16,
             string_error_threshold: 50.0,
-            string_partial_len: 4,
+            string_partial_len: 16,
             sequential_inserts: false,
         }
     }

@@ -130,11 +130,13 @@ impl IndexKey for u64 {
     }
 }
 
-/// The greedy grouping parameters of `config` (`et`, `pt`; the crate's default steps).
+/// The greedy grouping parameters of `config` (`et`, `pt`, the group size cap; the crate's
+/// default steps).
 fn grouping(config: &Config) -> GreedyGrouping {
     GreedyGrouping {
         error_threshold: config.string_error_threshold,
         max_partial_len: config.string_partial_len,
+        max_group_len: config.max_group_size,
         ..GreedyGrouping::default()
     }
 }
@@ -158,10 +160,9 @@ impl IndexKey for Vec<u8> {
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
-        let ranges = grouping(config)
-            .groups(keys)
-            .expect("bulk-load keys are non-empty and strictly increasing; the steps are valid");
-        cap_ranges(ranges, config.max_group_size)
+        grouping(config).groups(keys).expect(
+            "bulk-load keys are non-empty and strictly increasing; the parameters are valid",
+        )
     }
 
     fn min_key() -> Self {
