@@ -50,15 +50,20 @@ use crate::record::{self, CHAIN_SPAN, Chain, Locked, NODE_BYTES, Node, Record, S
 pub(crate) const REACH: usize = 2;
 
 /// One group of the index.
+///
+/// `repr(C)` keeps what every operation reads first (the placement, the bucket array and the
+/// `tmp_group` link: 64 bytes) on the first cache line; the default layout put the cache-padded
+/// counters first and spread these over two lines after them.
+#[repr(C)]
 pub(crate) struct Group<K: HashKey> {
+    placement: Placement,
+    buckets: Box<[Record]>,
     /// The group being built by a resize (inserts go there); NULL when not resizing.
     tmp: AtomicPtr<Group<K>>,
-    placement: Placement,
-    /// The conflict rate the placement had on the keys it was trained on.
-    trained_conflict_rate: f64,
-    buckets: Box<[Record]>,
     /// One chain head per `CHAIN_SPAN` buckets.
     chains: Box<[AtomicPtr<Node>]>,
+    /// The conflict rate the placement had on the keys it was trained on.
+    trained_conflict_rate: f64,
     /// First: live keys (records of this group, pointer records counted while their target
     /// is live); second: chain nodes.
     counts: Counters,
