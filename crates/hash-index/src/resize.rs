@@ -26,9 +26,10 @@
 //! time, and a new group is never frozen again before its copy phase ended. A background pass
 //! resizes all the groups it found out of range as one batch that shares the three barriers
 //! (each step above runs for every group of the batch before the next). A growing group gets
-//! at least [`GROWTH`] times its buckets (the digest's open question of the target size, §3.18: the
-//! load-factor target alone would leave a group that keeps taking inserts during its resize
-//! full again at once). [`Phase`] names the boundaries at which the test hook runs.
+//! up to [`GROWTH`] times its buckets, as long as its load factor stays at least
+//! `lower_load_factor` (the digest's open question of the target size, §3.18: the load-factor
+//! target alone would leave a group that keeps taking inserts during its resize full again at
+//! once). [`Phase`] names the boundaries at which the test hook runs.
 
 use std::borrow::Borrow;
 
@@ -174,13 +175,16 @@ impl<K: HashKey> Restructurer<'_, K> {
         };
         let exact = buckets.is_some();
         let buckets = buckets.unwrap_or_else(|| {
-            let target = buckets_for(live, self.inner().config());
+            let config = self.inner().config();
+            let target = buckets_for(live, config);
             // A group that grows keeps growing while it is resized (inserts go to the new
-            // group): give it at least four times the buckets, so it is not full again at once
-            // and an index growing from empty moves each key fewer times (about a third of the
-            // keys are moved again per resize, against all of them with doubling).
+            // group): give it up to `GROWTH` times its buckets, so that it is not full again at
+            // once and an index growing from empty moves each key fewer times, but not so many
+            // that its load factor starts under `lower_load_factor` (the next pass would shrink
+            // it again). With the default triggers that is three times the buckets.
             if target > old.bucket_count() {
-                target.max(GROWTH * old.bucket_count())
+                let most = (live as f64 / config.lower_load_factor) as usize;
+                target.max((GROWTH * old.bucket_count()).min(most))
             } else {
                 target
             }
