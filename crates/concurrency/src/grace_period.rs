@@ -17,13 +17,18 @@
 //! The domain has a counter (starting at 1). Each participant publishes a state word: `OFFLINE`
 //! (`u64::MAX`) or the counter value it read at its last quiescent point or online entry.
 //!
-//! - *online entry*: `c = counter.load(Acquire)`; `state.store(c, Release)`; `fence(SeqCst)`;
+//! - *online entry*: `c = counter.load(Acquire)`; `state.store(c, Release)`; light fence;
 //!   then the operation reads shared data.
 //! - *quiescent point*: `c = counter.load(Acquire)`; `state.store(c, Release)` (skipped when equal).
 //! - *going offline*: `state.store(OFFLINE, Release)`.
 //! - *synchronize*: the caller has unlinked some object `O`; `target = counter.fetch_add(1,
-//!   Release) + 1`; `fence(SeqCst)`; snapshot the registered slots; wait (with backoff) until each
+//!   Release) + 1`; heavy fence; snapshot the registered slots; wait (with backoff) until each
 //!   slot's `state.load(Acquire) >= target` (`OFFLINE` is the maximum, so it always passes).
+//!
+//! The light and heavy fences are an asymmetric pair (`asymmetric_fence`): on Linux with
+//! `membarrier`, a compiler fence and `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`; elsewhere,
+//! and always under loom, `fence(SeqCst)` on both sides. A domain picks its pair once, at
+//! creation, so every handshake in it uses one kind.
 //!
 //! Why a participant `P` can no longer hold `O` once `synchronize` returns, by the value it read:
 //!
@@ -34,10 +39,18 @@
 //! 2. `OFFLINE`, stored when `P` left an operation: the `Release` store orders the operation's
 //!    reads before the synchronizer's `Acquire` load.
 //! 3. `OFFLINE`, although `P` has meanwhile gone online (the synchronizer read an older value):
-//!    this is the Dekker pattern. `P` stores its state and then issues a `SeqCst` fence before
-//!    reading shared data; the synchronizer unlinks, issues a `SeqCst` fence, then reads the
-//!    state. If the synchronizer's load missed `P`'s store, its fence precedes `P`'s fence in the
-//!    single total order of `SeqCst` fences, so `P`'s later reads see the unlink.
+//!    this is the Dekker pattern. `P` stores its state and then issues the light fence before
+//!    reading shared data; the synchronizer unlinks, issues the heavy fence, then reads the
+//!    state. With `SeqCst` fences on both sides: if the synchronizer's load missed `P`'s store,
+//!    its fence precedes `P`'s fence in the single total order of `SeqCst` fences, so `P`'s
+//!    later reads see the unlink. With `membarrier`: the system call makes `P` execute a full
+//!    barrier at some point `M` of its execution (an interrupt if it is running, the context
+//!    switch otherwise) before the call returns. If `M` follows `P`'s state store, the store is
+//!    visible to the synchronizer's later load, which then reads `P`'s counter value (case 1) or
+//!    a later state; so if the load missed it, `M` precedes the store, hence precedes `P`'s reads
+//!    of shared data (the light fence keeps the compiler from hoisting them above the store, and
+//!    the CPU completes them after `M`), and those reads see the unlink, which the synchronizer
+//!    made before the call.
 //!
 //! A participant registered after the snapshot is not waited for: registration takes the
 //! registry lock after the synchronizer released it, so it happens after the unlink. An
@@ -60,12 +73,15 @@
 //!
 //! # Cost
 //!
-//! Entering costs one load, one store and one `SeqCst` fence (`mfence` on x86-64); a quiescent
-//! point one load and usually no store; leaving one store. Only registration, unregistration and
-//! `synchronize` take the registry lock.
+//! Entering costs one load and one store, plus a `SeqCst` fence (`mfence` on x86-64) only where
+//! `membarrier` is missing; a quiescent point one load and usually no store; leaving one store.
+//! Only registration, unregistration and `synchronize` take the registry lock; `synchronize`
+//! also makes one `membarrier` system call (a few microseconds: it interrupts the CPUs that run
+//! the process's other threads).
 
+use crate::asymmetric_fence::Fences;
 use crate::backoff::Backoff;
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::{Arc, Mutex, thread_local};
 use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
@@ -83,6 +99,8 @@ struct Domain {
     slots: Mutex<Vec<Arc<Slot>>>,
     /// Set when the `GracePeriod` handle is dropped, so thread-local caches can let go.
     closed: AtomicBool,
+    /// The fences of the online-entry handshake (case 3 of the module comment), chosen once.
+    fences: Fences,
 }
 
 /// One participant's published state: `OFFLINE` or the counter value of its last announcement.
@@ -101,6 +119,7 @@ fn register(domain: &Arc<Domain>) -> Participant {
         domain: Arc::clone(domain),
         slot,
         depth: Cell::new(0),
+        fences: domain.fences,
     }
 }
 
@@ -111,8 +130,8 @@ impl Domain {
         // Release: a participant that reads this bump (or a later one) with Acquire sees
         // everything the caller unlinked before calling (case 1 of the module comment).
         let target = self.counter.fetch_add(1, Ordering::Release) + 1;
-        // Pairs with the fence of online entry (case 3 of the module comment).
-        fence(Ordering::SeqCst);
+        // Pairs with the light fence of online entry (case 3 of the module comment).
+        self.fences.heavy();
         let slots = self.slots.lock().clone();
         for slot in &slots {
             let mut backoff = Backoff::new();
@@ -161,6 +180,7 @@ impl GracePeriod {
                 counter: CachePadded::new(AtomicU64::new(1)),
                 slots: Mutex::new(Vec::new()),
                 closed: AtomicBool::new(false),
+                fences: Fences::new(),
             }),
         }
     }
@@ -256,6 +276,7 @@ impl fmt::Debug for GracePeriod {
         f.debug_struct("GracePeriod")
             .field("counter", &self.domain.counter.load(Ordering::Relaxed))
             .field("participants", &self.participants())
+            .field("membarrier", &self.domain.fences.is_expedited())
             .finish()
     }
 }
@@ -297,6 +318,8 @@ pub struct Participant {
     slot: Arc<Slot>,
     /// Number of live `OnlineGuard`s; online iff non-zero.
     depth: Cell<usize>,
+    /// The domain's fences, copied here so online entry reads only this participant.
+    fences: Fences,
 }
 
 impl Participant {
@@ -362,7 +385,7 @@ impl Participant {
         self.slot.state.store(now, Ordering::Release);
         // Dekker handshake with `wait_for_readers` (case 3 of the module comment): the state
         // store is ordered before every read of shared data that follows.
-        fence(Ordering::SeqCst);
+        self.fences.light();
     }
 }
 

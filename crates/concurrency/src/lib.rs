@@ -11,7 +11,9 @@
 //! - [`node_lock`]: the optimistic lock coupling (OLC) version lock of Leis et al., used by the
 //!   nodes of HydraList, APEX and PLIN.
 //! - [`grace_period`]: XIndex's `rcu_barrier` (§4.3) built as quiescent-state-based reclamation
-//!   with an offline state, so idle threads never stall a barrier.
+//!   with an offline state, so idle threads never stall a barrier; its online entry pairs a
+//!   compiler fence with a `membarrier` system call in `synchronize` where Linux has it
+//!   (`asymmetric_fence`).
 //! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
 //!   the end of each model execution.
 //! - [`workers`]: the periodic background threads an index owns and joins on drop.
@@ -19,6 +21,7 @@
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
 
+mod asymmetric_fence;
 pub mod backoff;
 pub mod epoch;
 pub mod grace_period;

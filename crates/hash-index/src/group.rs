@@ -50,15 +50,20 @@ use crate::record::{self, CHAIN_SPAN, Chain, Locked, NODE_BYTES, Node, Record, S
 pub(crate) const REACH: usize = 2;
 
 /// One group of the index.
+///
+/// `repr(C)` keeps what every operation reads first (the placement, the bucket array and the
+/// `tmp_group` link: 64 bytes) on the first cache line; the default layout put the cache-padded
+/// counters first and spread these over two lines after them.
+#[repr(C)]
 pub(crate) struct Group<K: HashKey> {
+    placement: Placement,
+    buckets: Box<[Record]>,
     /// The group being built by a resize (inserts go there); NULL when not resizing.
     tmp: AtomicPtr<Group<K>>,
-    placement: Placement,
-    /// The conflict rate the placement had on the keys it was trained on.
-    trained_conflict_rate: f64,
-    buckets: Box<[Record]>,
     /// One chain head per `CHAIN_SPAN` buckets.
     chains: Box<[AtomicPtr<Node>]>,
+    /// The conflict rate the placement had on the keys it was trained on.
+    trained_conflict_rate: f64,
     /// First: live keys (records of this group, pointer records counted while their target
     /// is live); second: chain nodes.
     counts: Counters,
@@ -285,29 +290,32 @@ impl<K: HashKey> Group<K> {
         }
     }
 
-    /// Resize migration (Algorithm 10 line 11): adds a pointer record to `target` for `key`
-    /// unless this (new) group already holds the key, inserted by a worker after the key
-    /// stopped being live in the old group.
+    /// Resize migration (Algorithm 10 line 11): adds a pointer record to `target` for `key`,
+    /// placed as an insert places a key (home bucket, a free nearby bucket, the chain), unless
+    /// this (new) group already holds the key, inserted by a worker after the key stopped being
+    /// live in the old group. Every insert of the key holds the home bucket's lock, as this
+    /// does, so the check and the placement see all of the group's records for the key.
     pub(crate) fn place_pointer(&self, key: &K::Query, target: &Record) {
         let b = self.placement.slot::<K>(key);
         let home = &self.buckets[b];
         let mut locked = home.lock();
+        let address = record::address(target);
         if locked.meta().is_uninitialized() {
-            locked.fill(K::new_word(key), record::address(target), true);
+            locked.fill(K::new_word(key), address, true);
             self.counts.add_first(1);
             return;
         }
-        if home.holds::<K>(key) || Chain::new(self.chain(b)).any(|r| r.holds::<K>(key)) {
+        if home.holds::<K>(key)
+            || self.neighbours(b).any(|r| r.holds::<K>(key))
+            || Chain::new(self.chain(b)).any(|r| r.holds::<K>(key))
+        {
             return;
         }
-        record::push(
-            self.chain(b),
-            K::new_word(key),
-            record::address(target),
-            true,
-        );
+        if !self.claim_neighbour(b, key, address, true) {
+            record::push(self.chain(b), K::new_word(key), address, true);
+            self.counts.add_second(1);
+        }
         self.counts.add_first(1);
-        self.counts.add_second(1);
     }
 
     /// The number of chain heads (the unit of [`visit`](Self::visit) ranges).

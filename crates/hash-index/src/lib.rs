@@ -27,8 +27,8 @@
 //!   only in the group that takes inserts.
 //! - *Chain design* (a gap): a key first tries buckets up to two away, then a chain shared by two
 //!   buckets, pushed under the home bucket's lock (`record`).
-//! - *Resize target size* (a gap): `live / target_load_factor` buckets, and at least twice the
-//!   buckets when growing (`resize`).
+//! - *Resize target size* (a gap): `live / target_load_factor` buckets; when growing, up to four
+//!   times the buckets, but no load factor under `lower_load_factor` (`resize`).
 //! - *Learned or hash* (the issue): each group's placement is trained on its keys and kept
 //!   only if it conflicts less than the hash (`model`); groups under a hashed root use the
 //!   hash untrained.

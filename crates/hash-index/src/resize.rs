@@ -1,9 +1,9 @@
 //! The non-blocking resize of one group (§3.6, Algorithm 10; digest §3.18, §4.6 cases 17–18).
 //!
-//! 1. *Train* (line 2): read the group's live keys; size the new group at
-//!    `keys / target_load_factor` buckets (or as asked) and train its placement, learned or
-//!    hashed by measured conflicts (see `model`); allocate the new group, all buckets
-//!    uninitialised.
+//! 1. *Train* (line 2): read the group's live keys (under a hashed root only their count);
+//!    size the new group at `keys / target_load_factor` buckets (or as asked) and train its
+//!    placement, learned or hashed by measured conflicts (see `model`); allocate the new
+//!    group, all buckets uninitialised.
 //! 2. *Freeze* (lines 3, 9): publish the new group as the old group's `tmp_group`. The
 //!    paper sets `frozen`, waits for barrier B1 and only then allocates and publishes
 //!    `tmp_group`, so puts of new keys retry (wait) meanwhile; here the new group exists
@@ -26,9 +26,10 @@
 //! time, and a new group is never frozen again before its copy phase ended. A background pass
 //! resizes all the groups it found out of range as one batch that shares the three barriers
 //! (each step above runs for every group of the batch before the next). A growing group gets
-//! at least twice its buckets (the digest's open question of the target size, §3.18: the
-//! load-factor target alone would leave a group that keeps taking inserts during its resize
-//! full again at once). [`Phase`] names the boundaries at which the test hook runs.
+//! up to [`GROWTH`] times its buckets, as long as its load factor stays at least
+//! `lower_load_factor` (the digest's open question of the target size, §3.18: the load-factor
+//! target alone would leave a group that keeps taking inserts during its resize full again at
+//! once). [`Phase`] names the boundaries at which the test hook runs.
 
 use std::borrow::Borrow;
 
@@ -39,6 +40,9 @@ use crate::index::{Restructurer, buckets_for};
 use crate::key::HashKey;
 use crate::model::{PlacementKind, Sample, Trained};
 use crate::record::Seen;
+
+/// The least factor by which a resize that grows a group multiplies its bucket count.
+pub(crate) const GROWTH: usize = 4;
 
 /// A boundary between two steps of a resize, at which the test hook of
 /// [`XIndexH::resize_slot_with`](crate::XIndexH::resize_slot_with) runs.
@@ -153,27 +157,34 @@ impl<K: HashKey> Restructurer<'_, K> {
     fn prepare(&self, slot: usize, buckets: Option<usize>) -> Job<K> {
         let old = self.group(slot);
         // Under a hashed root a group's keys are a hash-random subset of the key set, which no
-        // linear model places better than the hash: skip collecting and training.
+        // linear model places better than the hash: skip collecting and training, and size the
+        // new group by the live-key counter instead of a pass over the records.
         let learnable = self.inner().root_kind() == PlacementKind::Learned;
         let mut keys: Vec<K> = Vec::new();
-        let mut live = 0;
-        old.visit(0..old.chain_count(), |record| {
-            if let Seen::Live(_) = record.read() {
-                live += 1;
-                if learnable {
+        let live = if learnable {
+            old.visit(0..old.chain_count(), |record| {
+                if let Seen::Live(_) = record.read() {
                     // SAFETY: the record is initialised, so its key word is live while the
                     // group is, and only this restructurer frees it.
                     keys.push(unsafe { K::word_key(record.key_word()) });
                 }
-            }
-        });
+            });
+            keys.len()
+        } else {
+            old.live().max(0) as usize
+        };
         let exact = buckets.is_some();
         let buckets = buckets.unwrap_or_else(|| {
-            let target = buckets_for(live, self.inner().config());
+            let config = self.inner().config();
+            let target = buckets_for(live, config);
             // A group that grows keeps growing while it is resized (inserts go to the new
-            // group): give it at least twice the buckets, so it is not full again at once.
+            // group): give it up to `GROWTH` times its buckets, so that it is not full again at
+            // once and an index growing from empty moves each key fewer times, but not so many
+            // that its load factor starts under `lower_load_factor` (the next pass would shrink
+            // it again). With the default triggers that is three times the buckets.
             if target > old.bucket_count() {
-                target.max(2 * old.bucket_count())
+                let most = (live as f64 / config.lower_load_factor) as usize;
+                target.max((GROWTH * old.bucket_count()).min(most))
             } else {
                 target
             }
