@@ -360,6 +360,17 @@ impl Wal {
         self.stop()
     }
 
+    /// Stops the background threads *without* the final sync, leaving the files as a killed
+    /// process would (buffered records are lost, written ones stay). For crash tests.
+    #[doc(hidden)]
+    pub fn simulate_crash(mut self) {
+        drop(self.checkpointer.lock().take());
+        if let Some(committer) = self.committer.take() {
+            self.shared.commit.shutdown();
+            let _ = committer.join();
+        }
+    }
+
     fn stop(&mut self) -> Result<()> {
         drop(self.checkpointer.lock().take());
         let Some(committer) = self.committer.take() else {
