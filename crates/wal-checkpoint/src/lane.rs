@@ -33,6 +33,8 @@ pub(crate) struct LaneBuf {
     pub bytes: Vec<u8>,
     /// The timestamp of the lane's last record (buffered or written).
     pub last_ts: u64,
+    /// The timestamp of the lane's last record other than a heartbeat.
+    pub data_ts: u64,
     /// Whether records were appended since the lane's last fsync.
     pub dirty: bool,
 }

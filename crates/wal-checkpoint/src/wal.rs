@@ -225,6 +225,7 @@ impl Wal {
                 buf: Mutex::new(LaneBuf {
                     bytes: Vec::new(),
                     last_ts: ts,
+                    data_ts: 0,
                     dirty: false,
                 }),
                 file: Mutex::new(file),
@@ -436,6 +437,7 @@ impl Shared {
         drop(stripe);
         format::encode_single(&mut buf.bytes, ts, table, key, value);
         buf.last_ts = ts;
+        buf.data_ts = ts;
         buf.dirty = true;
         self.after_append(lane, buf)?;
         Ok(result)
@@ -470,6 +472,7 @@ impl Shared {
         }
         format::encode_batch(&mut buf.bytes, ops, &stamps);
         buf.last_ts = *stamps.last().unwrap_or(&buf.last_ts);
+        buf.data_ts = buf.last_ts;
         buf.dirty = true;
         self.after_append(lane, buf)?;
         Ok(results)
@@ -507,12 +510,24 @@ impl Shared {
     }
 
     /// One group-commit round: heartbeats so every lane ends at or above the round's stamp,
-    /// then write and fsync every lane. Skipped when no lane has unsynced records.
+    /// then write and fsync every lane.
+    ///
+    /// Skipped when nothing is left to cover: no lane holds unsynced records and every lane's
+    /// (durable) last record is at or above every lane's last non-heartbeat record. "No lane is
+    /// dirty" alone is not enough: an earlier round may have written a record appended after
+    /// that round began, after it had already heartbeated the other lanes below it.
     fn round(&self) -> Result<()> {
         if let Some(message) = self.commit.failure() {
             return Err(Error::Failed(message));
         }
-        if !self.lanes.iter().any(|lane| lane.buf.lock().dirty) {
+        let (mut dirty, mut min_last, mut max_data) = (false, u64::MAX, 0);
+        for lane in &self.lanes {
+            let buf = lane.buf.lock();
+            dirty |= buf.dirty;
+            min_last = min_last.min(buf.last_ts);
+            max_data = max_data.max(buf.data_ts);
+        }
+        if !dirty && min_last >= max_data {
             return Ok(());
         }
         let round_ts = self.tick();
@@ -562,6 +577,7 @@ impl Shared {
             let ts = self.tick();
             format::encode_checkpoint_marker(&mut buf.bytes, ts, t_begin, t_end);
             buf.last_ts = ts;
+            buf.data_ts = ts;
             buf.dirty = true;
         }
         // Every lane durable above t_end, so the new checkpoint is safe for recovery, before

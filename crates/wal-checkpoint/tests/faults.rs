@@ -17,7 +17,12 @@ fn model(k: u64) -> Model {
 
 /// Writes keys 0.. until a write fails (arming the fault with `arm` after `before` writes);
 /// returns (acknowledged, attempted).
-fn write_until_failure(wal: &Wal, plan: &FaultPlan, before: u64, arm: impl Fn(&FaultPlan)) -> (u64, u64) {
+fn write_until_failure(
+    wal: &Wal,
+    plan: &FaultPlan,
+    before: u64,
+    arm: impl Fn(&FaultPlan),
+) -> (u64, u64) {
     let mut acked = 0;
     for i in 0..10_000u64 {
         if i == before {
@@ -56,7 +61,11 @@ fn check(durability: Durability, buffer_bytes: usize, arm: impl Fn(&FaultPlan) +
         let got = state(&recovery);
         let k = got.len() as u64;
         // Without Immediate, an acknowledgement promises nothing about durability.
-        let durable = if durability == Durability::Immediate { acked } else { 0 };
+        let durable = if durability == Durability::Immediate {
+            acked
+        } else {
+            0
+        };
         assert!(
             k >= durable && k <= attempted,
             "recovered {k} writes; {acked} acknowledged, {attempted} attempted"
@@ -67,12 +76,16 @@ fn check(durability: Durability, buffer_bytes: usize, arm: impl Fn(&FaultPlan) +
 
 #[test]
 fn a_failing_fsync_reaches_immediate_writers() {
-    check(Durability::Immediate, 1 << 20, |plan| plan.fail_sync_after(1));
+    check(Durability::Immediate, 1 << 20, |plan| {
+        plan.fail_sync_after(1)
+    });
 }
 
 #[test]
 fn a_failing_write_reaches_immediate_writers() {
-    check(Durability::Immediate, 1 << 20, |plan| plan.fail_write_after(1));
+    check(Durability::Immediate, 1 << 20, |plan| {
+        plan.fail_write_after(1)
+    });
 }
 
 #[test]
@@ -95,12 +108,16 @@ fn a_failing_committer_fails_later_periodic_writes() {
         ..options(1, Durability::Periodic(Duration::from_millis(2)))
     };
     let (wal, _) = Wal::open(dir.path(), opts).expect("open");
-    wal.put(0, &0u64.to_be_bytes(), &0u64.to_le_bytes(), || ()).expect("put");
+    wal.put(0, &0u64.to_be_bytes(), &0u64.to_le_bytes(), || ())
+        .expect("put");
     wal.sync().expect("sync");
     plan.fail_sync_after(1);
     let mut failed = false;
     for i in 1..100_000u64 {
-        if wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ()).is_err() {
+        if wal
+            .put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ())
+            .is_err()
+        {
             failed = true;
             break;
         }
@@ -124,7 +141,8 @@ fn a_failed_checkpoint_leaves_the_log_working() {
     };
     let (wal, _) = Wal::open(dir.path(), opts).expect("open");
     for i in 0..10u64 {
-        wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ()).expect("put");
+        wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ())
+            .expect("put");
     }
     plan.fail_write_after(1);
     let result = wal.checkpoint(|w| {

@@ -29,14 +29,18 @@ impl Store {
     fn put(&self, table: u32, key: &[u8], value: &[u8]) {
         self.wal
             .put(table, key, value, || {
-                self.map.lock().insert((table, key.to_vec()), value.to_vec())
+                self.map
+                    .lock()
+                    .insert((table, key.to_vec()), value.to_vec())
             })
             .expect("put");
     }
 
     fn remove(&self, table: u32, key: &[u8]) {
         self.wal
-            .remove(table, key, || self.map.lock().remove(&(table, key.to_vec())))
+            .remove(table, key, || {
+                self.map.lock().remove(&(table, key.to_vec()))
+            })
             .expect("remove");
     }
 
@@ -143,7 +147,11 @@ fn checkpoints_rotate_and_delete_covered_segments() {
         store.put(1, &(i % 60).to_be_bytes(), &i.to_le_bytes());
     }
     store.checkpoint();
-    assert_eq!(checkpoints(dir.path()).len(), 1, "older checkpoints are deleted");
+    assert_eq!(
+        checkpoints(dir.path()).len(),
+        1,
+        "older checkpoints are deleted"
+    );
     store.remove(1, &5u64.to_be_bytes());
     let expected = store.model();
     drop(store);
@@ -242,7 +250,10 @@ fn too_large_records_are_refused_and_options_checked() {
     let huge = vec![0u8; (1 << 30) + 1];
     let mut applied = false;
     let result = wal.put(0, b"k", &huge, || applied = true);
-    assert!(matches!(result, Err(wal_checkpoint::Error::TooLarge { .. })));
+    assert!(matches!(
+        result,
+        Err(wal_checkpoint::Error::TooLarge { .. })
+    ));
     assert!(!applied, "a refused write is not applied");
     drop(wal);
     let bad = Options {

@@ -19,7 +19,8 @@ fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
     let seg = segments(dir)[0].clone();
     let mut offsets = Vec::new();
     for i in 0..n {
-        wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ()).expect("put");
+        wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ())
+            .expect("put");
         offsets.push(fs::metadata(&seg).expect("segment").len());
     }
     wal.close().expect("close");
@@ -59,12 +60,17 @@ fn truncation_at_every_byte_of_the_last_records_recovers_a_prefix() {
             .count() as u64;
         assert_eq!(state(&recovery), model(k), "cut at {cut}");
         // The torn tail was cut for good: new writes after it survive the next recovery.
-        wal.put(0, b"after", b"!", || ()).expect("put after recovery");
+        wal.put(0, b"after", b"!", || ())
+            .expect("put after recovery");
         drop(wal);
         let (_, again) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
         let mut expected = model(k);
         expected.insert((0, b"after".to_vec()), b"!".to_vec());
-        assert_eq!(state(&again), expected, "second recovery after a cut at {cut}");
+        assert_eq!(
+            state(&again),
+            expected,
+            "second recovery after a cut at {cut}"
+        );
     }
 }
 
@@ -129,11 +135,15 @@ fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
     let second = segments(intact.path())[1].clone();
     fs::copy(
         &second,
-        dir.path().join("wal").join(second.file_name().expect("name")),
+        dir.path()
+            .join("wal")
+            .join(second.file_name().expect("name")),
     )
     .expect("copy");
     match Wal::open(dir.path(), options(1, Durability::None)) {
-        Err(Error::Corrupt { file, offset: 0, .. }) => assert_eq!(file, path),
+        Err(Error::Corrupt {
+            file, offset: 0, ..
+        }) => assert_eq!(file, path),
         other => panic!("expected Corrupt, got {other:?}"),
     }
     // A last segment shorter than its header was torn while being created: dropped.
@@ -176,8 +186,10 @@ fn checkpointed(dir: &Path, opts: &Options) -> Model {
     let mut map = Model::new();
     for i in 0..200u64 {
         let key = (i % 64).to_be_bytes().to_vec();
-        wal.put(0, &key, &i.to_le_bytes(), || map.insert((0, key.clone()), i.to_le_bytes().to_vec()))
-            .expect("put");
+        wal.put(0, &key, &i.to_le_bytes(), || {
+            map.insert((0, key.clone()), i.to_le_bytes().to_vec())
+        })
+        .expect("put");
     }
     wal.sync().expect("sync");
     let snapshot = map.clone();
@@ -190,8 +202,10 @@ fn checkpointed(dir: &Path, opts: &Options) -> Model {
     .expect("checkpoint");
     for i in 200..260u64 {
         let key = (i % 80).to_be_bytes().to_vec();
-        wal.put(0, &key, &i.to_le_bytes(), || map.insert((0, key.clone()), i.to_le_bytes().to_vec()))
-            .expect("put");
+        wal.put(0, &key, &i.to_le_bytes(), || {
+            map.insert((0, key.clone()), i.to_le_bytes().to_vec())
+        })
+        .expect("put");
     }
     wal.close().expect("close");
     map
@@ -201,12 +215,21 @@ fn checkpointed(dir: &Path, opts: &Options) -> Model {
 fn damages(len: usize) -> Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> {
     let mut out: Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> = Vec::new();
     for cut in [0, 10, 31, 32, 40, len / 2, len - 24, len - 1] {
-        out.push((format!("truncated to {cut}"), Box::new(move |b| b.truncate(cut))));
+        out.push((
+            format!("truncated to {cut}"),
+            Box::new(move |b| b.truncate(cut)),
+        ));
     }
     for at in [0, 9, 15, 30, 33, 45, len / 2, len - 20, len - 10, len - 2] {
-        out.push((format!("byte {at} flipped"), Box::new(move |b| b[at] ^= 0x40)));
+        out.push((
+            format!("byte {at} flipped"),
+            Box::new(move |b| b[at] ^= 0x40),
+        ));
     }
-    out.push(("garbage".into(), Box::new(|b| b.iter_mut().for_each(|x| *x = 0xa5))));
+    out.push((
+        "garbage".into(),
+        Box::new(|b| b.iter_mut().for_each(|x| *x = 0xa5)),
+    ));
     out
 }
 
@@ -275,14 +298,18 @@ fn an_older_valid_checkpoint_is_used_when_the_newest_is_corrupt() {
         .path
     };
     for i in 0..50u64 {
-        wal.put(1, &i.to_be_bytes(), b"a", || map.insert((1, i.to_be_bytes().to_vec()), b"a".to_vec()))
-            .expect("put");
+        wal.put(1, &i.to_be_bytes(), b"a", || {
+            map.insert((1, i.to_be_bytes().to_vec()), b"a".to_vec())
+        })
+        .expect("put");
     }
     let older = ckpt(&wal, &map);
     let saved = fs::read(&older).expect("read");
     for i in 25..75u64 {
-        wal.put(1, &i.to_be_bytes(), b"b", || map.insert((1, i.to_be_bytes().to_vec()), b"b".to_vec()))
-            .expect("put");
+        wal.put(1, &i.to_be_bytes(), b"b", || {
+            map.insert((1, i.to_be_bytes().to_vec()), b"b".to_vec())
+        })
+        .expect("put");
     }
     let newest = ckpt(&wal, &map);
     wal.close().expect("close");
