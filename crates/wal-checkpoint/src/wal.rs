@@ -159,6 +159,15 @@ impl std::fmt::Debug for Wal {
     }
 }
 
+/// Recovers the state of the log in `dir` as [`Wal::open`] would, without changing any file
+/// (torn tails are not cut, no segment is started): for tools, tests and benchmarks. A [`Wal`]
+/// may hold the directory open but must not write meanwhile (call [`Wal::sync`] first and stop
+/// its writers).
+pub fn recover_read_only(dir: impl AsRef<Path>, options: &Options) -> Result<Recovery> {
+    let dir = dir.as_ref();
+    Ok(recovery::recover(dir, &dir.join("wal"), options.tolerate_corruption, false)?.recovery)
+}
+
 std::thread_local! {
     /// This thread's number, assigned on first use; its lane is the number modulo the lanes.
     static THREAD_NO: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -189,7 +198,7 @@ impl Wal {
         }
         let wal_dir = dir.join("wal");
         fs::create_dir_all(&wal_dir).map_err(|e| Error::io(&wal_dir, e))?;
-        let recovered = recovery::recover(&dir, &wal_dir, options.tolerate_corruption)?;
+        let recovered = recovery::recover(&dir, &wal_dir, options.tolerate_corruption, true)?;
         let clock = AtomicU64::new(recovered.clock);
         let tick = || clock.fetch_add(1, Ordering::SeqCst) + 1;
         let count = options.lanes.max(
