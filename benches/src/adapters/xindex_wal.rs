@@ -34,11 +34,14 @@ pub struct XIndexWal {
 
 fn fresh_dir() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = crate::output::target_dir().join("repro").join("wal-tmp").join(format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = crate::output::target_dir()
+        .join("repro")
+        .join("wal-tmp")
+        .join(format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }

@@ -18,9 +18,8 @@ const WRITES: f64 = 0.5;
 
 /// Runs the experiment.
 pub fn run(options: &Options) -> Result<Outcome, Error> {
-    let fits = |entry: &crate::registry::Entry| {
-        entry.name == "xindex" || entry.family == Family::Logged
-    };
+    let fits =
+        |entry: &crate::registry::Entry| entry.name == "xindex" || entry.family == Family::Logged;
     let entries = select(options, fits, fits, "XIndex-R with and without its log")?;
     let mut options = options.clone();
     options.dataset.get_or_insert(Dataset::Lognormal);
