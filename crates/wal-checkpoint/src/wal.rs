@@ -23,10 +23,12 @@ use crate::recovery::{self, Recovery};
 /// When a write's log record is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// No fsync on the write path. Records reach the segment files when a lane's buffer fills,
-    /// at checkpoints, at [`Wal::sync`] and at a clean close (which fsyncs). After a process
-    /// crash (the page cache survives) recovery holds a prefix of the written records; after a
-    /// power loss, only what the last `sync`, checkpoint or close made durable is guaranteed.
+    /// No background rounds and no fsync on the write path. Records reach the segment files
+    /// when a lane's buffer fills, and a group-commit round (heartbeats, write, fsync) runs only
+    /// at [`Wal::sync`], checkpoints and a clean close. After a crash, recovery holds every
+    /// write that returned before the last such round, and a prefix-consistent state: lanes
+    /// without heartbeats hold the safe timestamp back, so later writes may be dropped even if
+    /// their bytes reached a file.
     None,
     /// The committer thread writes and fsyncs every lane each interval (the paper's logger,
     /// 200 ms by default): a write is durable at most about one interval after it returns.
@@ -488,10 +490,19 @@ impl Shared {
     }
 
     /// After a record is appended (lane still locked): write a full buffer out, then wait for
-    /// durability as the options say.
+    /// durability as the options say. A writer does not wait for a file the committer holds
+    /// (it may be in an fsync): the buffer grows instead, up to eight times its size.
     fn after_append(&self, lane: &Lane, buf: parking_lot::MutexGuard<'_, LaneBuf>) -> Result<()> {
-        if buf.bytes.len() >= self.options.buffer_bytes {
-            let (bytes, last_ts, mut file) = lane.drain(buf);
+        let len = buf.bytes.len();
+        let file = if len < self.options.buffer_bytes {
+            None
+        } else if len < self.options.buffer_bytes.saturating_mul(8) {
+            lane.file.try_lock()
+        } else {
+            Some(lane.file.lock())
+        };
+        if let Some(file) = file {
+            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
             let written = file.write(&bytes, last_ts, false);
             Lane::recycle(&mut file, bytes);
             drop(file);
@@ -547,7 +558,8 @@ impl Shared {
                 lane::heartbeat(&mut buf, ts);
             }
             buf.dirty = false;
-            let (bytes, last_ts, mut file) = lane.drain(buf);
+            let file = lane.file.lock();
+            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
             let written = file.write(&bytes, last_ts, true);
             Lane::recycle(&mut file, bytes);
             let n = written.map_err(|(path, e)| Error::io(path, e))?;
