@@ -404,6 +404,23 @@ impl Drop for Wal {
     }
 }
 
+/// A cheap hash of (table, key) choosing a key-lock stripe (multiply-rotate over 8-byte words,
+/// then a final mix so the low bits depend on every input bit).
+fn stripe_hash(table: u32, key: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut hash = (u64::from(table) ^ (key.len() as u64) << 32).wrapping_mul(K);
+    let mut words = key.chunks_exact(8);
+    for word in &mut words {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(word);
+        hash = (hash.rotate_left(23) ^ u64::from_le_bytes(bytes)).wrapping_mul(K);
+    }
+    let mut last = [0; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    hash = (hash.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    hash ^ hash >> 29
+}
+
 impl Shared {
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::SeqCst) + 1
@@ -417,12 +434,17 @@ impl Shared {
     }
 
     fn lane(&self) -> &Lane {
-        &self.lanes[thread_no() % self.writer_lanes]
+        let no = thread_no();
+        let index = if self.writer_lanes.is_power_of_two() {
+            no & (self.writer_lanes - 1)
+        } else {
+            no % self.writer_lanes
+        };
+        &self.lanes[index]
     }
 
     fn stripe(&self, table: u32, key: &[u8]) -> &Mutex<()> {
-        let hash = crc32c::crc32c_append(crc32c::crc32c(&table.to_le_bytes()), key);
-        &self.stripes[hash as usize & (self.stripes.len() - 1)]
+        &self.stripes[stripe_hash(table, key) as usize & (self.stripes.len() - 1)]
     }
 
     fn write<R>(
