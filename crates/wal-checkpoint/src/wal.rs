@@ -43,15 +43,16 @@ pub enum Durability {
 pub struct Options {
     /// When writes are durable. Default: `Periodic(200 ms)`.
     pub durability: Durability,
-    /// Lanes (per-thread buffers, each with its own segment files). Default: the machine's
-    /// available parallelism.
+    /// Lanes (per-thread buffers, each with its own segment files), in `1..=4096`. Default:
+    /// the machine's available parallelism. Reopening with fewer lanes keeps the extra lanes
+    /// of the files (they only get heartbeats).
     pub lanes: usize,
     /// A lane starts a new segment once its current one holds this many bytes. Default 64 MiB.
     pub segment_bytes: u64,
     /// A writer writes its lane's buffer to the file itself (no fsync) past this size.
     /// Default 1 MiB.
     pub buffer_bytes: usize,
-    /// Key-lock stripes (rounded up to a power of two). Default 4096.
+    /// Key-lock stripes, in `1..=2^20` (rounded up to a power of two). Default 4096.
     pub stripes: usize,
     /// The period of the background checkpointer ([`Wal::start_checkpointer`]); `None`
     /// disables it. Default 30 s.
@@ -192,6 +193,9 @@ impl Wal {
         let dir = dir.as_ref().to_owned();
         if options.lanes == 0 || options.lanes > 4096 {
             return Err(Error::InvalidOptions("lanes must be in 1..=4096".into()));
+        }
+        if options.stripes == 0 || options.stripes > 1 << 20 {
+            return Err(Error::InvalidOptions("stripes must be in 1..=2^20".into()));
         }
         if let Durability::Periodic(period) = options.durability
             && period.is_zero()
