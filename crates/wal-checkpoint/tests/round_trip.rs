@@ -348,3 +348,38 @@ proptest! {
         prop_assert_eq!(state(&recovery), expected);
     }
 }
+
+#[test]
+fn records_above_the_safe_timestamp_are_cut_and_never_resurrected() {
+    let dir = TempDir::new("resurrect");
+    // Two lanes, no rounds: the writes reach lane files (tiny buffers) but the idle lane's last
+    // record stays the heartbeat written at open, so t_safe is below every write.
+    let opts = Options {
+        buffer_bytes: 1,
+        ..options(2, Durability::None)
+    };
+    let (wal, _) = Wal::open(dir.path(), opts.clone()).expect("open");
+    for i in 0..20u32 {
+        wal.put(0, &i.to_be_bytes(), b"lost", || ()).expect("put");
+    }
+    wal.simulate_crash();
+    let (wal, recovery) = Wal::open(dir.path(), opts.clone()).expect("recover");
+    assert_eq!(
+        state(&recovery),
+        Model::new(),
+        "nothing was covered by a round"
+    );
+    assert!(
+        recovery.stats.truncated_bytes > 0,
+        "the dropped records were cut"
+    );
+    // New writes and rounds now lift t_safe above the dropped stamps: they must stay dropped.
+    wal.put(1, b"kept", b"1", || ()).expect("put");
+    wal.sync().expect("sync");
+    drop(wal);
+    let (_, recovery) = Wal::open(dir.path(), opts).expect("recover again");
+    let expected: Model = [((1, b"kept".to_vec()), b"1".to_vec())]
+        .into_iter()
+        .collect();
+    assert_eq!(state(&recovery), expected);
+}
