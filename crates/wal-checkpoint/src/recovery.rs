@@ -546,8 +546,9 @@ pub(crate) fn recover(
         });
     }
     stats.ops_replayed = changes.len() as u64;
-    changes.sort_unstable_by_key(|c| c.ts);
-    changes.sort_by(|a, b| (a.table, &a.key).cmp(&(b.table, &b.key)));
+    // Timestamps are unique, so one unstable sort by (table, key, ts) puts each key's changes
+    // in replay order.
+    changes.sort_unstable_by(|a, b| (a.table, &a.key, a.ts).cmp(&(b.table, &b.key, b.ts)));
     let mut overrides: Vec<Change> = Vec::with_capacity(changes.len());
     for change in changes {
         match overrides.last_mut() {

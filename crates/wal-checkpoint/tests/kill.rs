@@ -26,7 +26,7 @@ const CHILD_DIR: &str = "WAL_KILL_CHILD_DIR";
 const CHILD_START: &str = "WAL_KILL_CHILD_START";
 const THREADS: u32 = 2;
 const KEYS: u8 = 8;
-const CYCLES: usize = 60;
+const CYCLES: usize = 50;
 
 fn child_options() -> Options {
     Options {
@@ -199,7 +199,7 @@ fn kill_cycles_keep_every_acknowledged_write() {
             }
         });
         // Kill after a random number of acknowledgements (sometimes none: during recovery).
-        let wait_for = rng.random_range(0..150usize);
+        let wait_for = rng.random_range(0..120usize);
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut acked = done;
         let mut seen = 0;
