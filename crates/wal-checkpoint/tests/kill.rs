@@ -173,6 +173,7 @@ fn kill_cycles_keep_every_acknowledged_write() {
     let mut done = [0u64; THREADS as usize];
     let started = Instant::now();
     let mut total_acks = 0;
+    let mut from_checkpoint = 0;
     for cycle in 0..CYCLES {
         let starts: Vec<String> = done.iter().map(|m| (m + 1).to_string()).collect();
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
@@ -225,6 +226,7 @@ fn kill_cycles_keep_every_acknowledged_write() {
         let (wal, recovery) = Wal::open(dir.path(), child_options())
             .unwrap_or_else(|e| panic!("cycle {cycle}: recovery failed: {e}"));
         let state = recovery.to_map();
+        from_checkpoint += usize::from(recovery.stats.checkpoint.is_some());
         for t in 0..THREADS {
             let got = thread_state(&state, t);
             let m = prefix_length(&got, t, acked[t as usize]).unwrap_or_else(|| {
@@ -239,7 +241,8 @@ fn kill_cycles_keep_every_acknowledged_write() {
         drop(wal);
     }
     eprintln!(
-        "{CYCLES} kill cycles, {total_acks} acknowledged writes, writes per thread {:?}, {:.1} s",
+        "{CYCLES} kill cycles, {total_acks} acknowledged writes, writes per thread {:?}, \
+         {from_checkpoint} recoveries from a checkpoint, {:.1} s",
         done,
         started.elapsed().as_secs_f64()
     );
