@@ -408,6 +408,19 @@ impl Drop for Wal {
     }
 }
 
+/// Whether a group-commit round has anything to do, given every lane's (has unsynced records,
+/// last record's stamp, last non-heartbeat record's stamp): some lane is dirty, or some lane
+/// ends below another lane's last data record (which a round's heartbeats would lift).
+fn round_needed(lanes: impl Iterator<Item = (bool, u64, u64)>) -> bool {
+    let (mut dirty, mut min_last, mut max_data) = (false, u64::MAX, 0);
+    for (lane_dirty, last_ts, data_ts) in lanes {
+        dirty |= lane_dirty;
+        min_last = min_last.min(last_ts);
+        max_data = max_data.max(data_ts);
+    }
+    dirty || min_last < max_data
+}
+
 /// A cheap hash of (table, key) choosing a key-lock stripe (multiply-rotate over 8-byte words,
 /// then a final mix so the low bits depend on every input bit).
 fn stripe_hash(table: u32, key: &[u8]) -> u64 {
@@ -566,14 +579,11 @@ impl Shared {
         if let Some(message) = self.commit.failure() {
             return Err(Error::Failed(message));
         }
-        let (mut dirty, mut min_last, mut max_data) = (false, u64::MAX, 0);
-        for lane in &self.lanes {
+        let needed = round_needed(self.lanes.iter().map(|lane| {
             let buf = lane.buf.lock();
-            dirty |= buf.dirty;
-            min_last = min_last.min(buf.last_ts);
-            max_data = max_data.max(buf.data_ts);
-        }
-        if !dirty && min_last >= max_data {
+            (buf.dirty, buf.last_ts, buf.data_ts)
+        }));
+        if !needed {
             return Ok(());
         }
         let round_ts = self.tick();
@@ -661,5 +671,32 @@ impl Shared {
             segments_deleted,
             elapsed: started.elapsed(),
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_is_needed_while_a_lane_ends_below_another_lanes_data() {
+        // Idle: every lane ends with a heartbeat above every data record.
+        assert!(!round_needed([(false, 10, 4), (false, 11, 0)].into_iter()));
+        // Unsynced records.
+        assert!(round_needed([(true, 10, 10), (false, 11, 0)].into_iter()));
+        // The regression the kill test caught: nothing dirty, but an earlier round wrote a
+        // record (stamp 12) appended after it had heartbeated lane 1 at 11.
+        assert!(round_needed([(false, 12, 12), (false, 11, 0)].into_iter()));
+    }
+
+    #[test]
+    fn stripe_hashes_spread_over_the_low_bits() {
+        let mut seen = std::collections::HashSet::new();
+        for key in 0..4096u64 {
+            seen.insert(stripe_hash(0, &key.to_be_bytes()) & 4095);
+        }
+        assert!(seen.len() > 2000, "{} distinct stripes of 4096", seen.len());
+        assert_ne!(stripe_hash(0, b"k"), stripe_hash(1, b"k"));
+        assert_ne!(stripe_hash(0, b""), stripe_hash(0, b"\0"));
     }
 }
