@@ -13,11 +13,16 @@
 //!    it is replayed whole or not at all).
 //! 5. Physically cut every record stamped above `t_safe` (and fsync), so that a later recovery
 //!    with a larger `t_safe` cannot resurrect writes this one dropped, and delete checkpoints
-//!    that end above `t_safe`.
+//!    that end above `t_safe`. A lane cut this way gets a heartbeat stamped `t_safe` in place of
+//!    the cut records: every lane still ends at or above `t_safe`, so no later recovery computes
+//!    a smaller one and drops writes this one recovered (the kill test caught that: a lane cut
+//!    below `t_safe`, then another lane's newer heartbeat cut by the next recovery, and an
+//!    acknowledged write was gone).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -223,7 +228,8 @@ pub(crate) struct Recovered {
 /// File changes recovery makes once it knows it succeeds.
 #[derive(Debug, Default)]
 struct Repairs {
-    cuts: Vec<(PathBuf, u64)>,
+    /// (file, length to cut it to, stamp of a heartbeat to append after the cut).
+    cuts: Vec<(PathBuf, u64, Option<u64>)>,
     deletes: Vec<PathBuf>,
 }
 
@@ -335,7 +341,7 @@ fn scan_lane(
                     stop = true;
                 }
                 stats.truncated_bytes += (bytes.len() - at) as u64;
-                repairs.cuts.push((path.clone(), at as u64));
+                repairs.cuts.push((path.clone(), at as u64, None));
                 break;
             }
         }
@@ -510,8 +516,15 @@ pub(crate) fn recover(
                     if record.ts() > safe {
                         cut = true;
                         stats.truncated_bytes += segment.file_len - at as u64;
-                        repairs.cuts.retain(|(p, _)| p != &segment.path);
-                        repairs.cuts.push((segment.path.clone(), at as u64));
+                        // The lane must still end at or above t_safe after the cut, or a later
+                        // recovery could compute a smaller t_safe and drop writes this one
+                        // recovered: a heartbeat stamped t_safe replaces the cut records.
+                        let heartbeat = (seg_last < safe).then_some(safe);
+                        repairs.cuts.retain(|(p, _, _)| p != &segment.path);
+                        repairs
+                            .cuts
+                            .push((segment.path.clone(), at as u64, heartbeat));
+                        seg_last = seg_last.max(safe);
                         break;
                     }
                     seg_last = record.ts();
@@ -561,15 +574,21 @@ pub(crate) fn recover(
     if !repair {
         repairs = Repairs::default();
     }
-    for (path, at) in &repairs.cuts {
+    for (path, at, heartbeat) in &repairs.cuts {
         if repairs.deletes.contains(path) {
             continue;
         }
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .write(true)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
+        let mut tail = Vec::new();
+        if let Some(ts) = heartbeat {
+            format::encode_heartbeat(&mut tail, *ts);
+        }
         file.set_len(*at)
+            .and_then(|()| file.seek(SeekFrom::Start(*at)))
+            .and_then(|_| file.write_all(&tail))
             .and_then(|()| file.sync_data())
             .map_err(|e| Error::io(path, e))?;
     }

@@ -10,13 +10,14 @@ use wal_checkpoint::{Durability, Options, Recovery};
 /// The model of a recovered state.
 pub type Model = BTreeMap<(u32, Vec<u8>), Vec<u8>>;
 
-/// A fresh directory under the target directory's tmp, removed on drop.
+/// A fresh directory under the target directory's `tmp/` (cargo's `CARGO_TARGET_TMPDIR`),
+/// removed on drop.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(name: &str) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::var_os("CARGO_TARGET_TMPDIR")
+        let base = option_env!("CARGO_TARGET_TMPDIR")
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir);
         let dir = base.join(format!(
