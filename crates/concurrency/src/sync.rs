@@ -223,6 +223,108 @@ impl<T> fmt::Debug for Mutex<T> {
     }
 }
 
+#[cfg(loom)]
+type InnerCondvar = loom::sync::Condvar;
+#[cfg(not(loom))]
+type InnerCondvar = parking_lot::Condvar;
+
+/// A condition variable for [`Mutex`]: `parking_lot::Condvar`, or loom's under `cfg(loom)`.
+///
+/// Both builds take the guard by value and hand it back, so waiting code is the same in both.
+///
+/// ```
+/// use concurrency::sync::{Arc, Condvar, Mutex, thread};
+///
+/// let pair = Arc::new((Mutex::new(false), Condvar::new()));
+/// let setter = {
+///     let pair = Arc::clone(&pair);
+///     thread::spawn(move || {
+///         *pair.0.lock() = true;
+///         pair.1.notify_all();
+///     })
+/// };
+/// let mut ready = pair.0.lock();
+/// while !*ready {
+///     ready = pair.1.wait(ready);
+/// }
+/// drop(ready);
+/// setter.join().expect("the setter does not panic");
+/// ```
+pub struct Condvar {
+    inner: InnerCondvar,
+}
+
+impl Condvar {
+    /// A condition variable nobody waits on.
+    pub fn new() -> Self {
+        Self {
+            inner: InnerCondvar::new(),
+        }
+    }
+
+    /// Releases the lock held by `guard`, blocks until notified (or spuriously woken), and
+    /// returns the guard of the re-acquired lock.
+    pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        #[cfg(loom)]
+        {
+            self.inner
+                .wait(guard)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+        #[cfg(not(loom))]
+        {
+            let mut guard = guard;
+            self.inner.wait(&mut guard);
+            guard
+        }
+    }
+
+    /// As [`Condvar::wait`], but gives up after `timeout`; the flag says whether it timed out.
+    /// Under loom the timeout is a possible spurious wake-up at any point.
+    pub fn wait_for<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        #[cfg(loom)]
+        {
+            let (guard, result) = self
+                .inner
+                .wait_timeout(guard, timeout)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (guard, result.timed_out())
+        }
+        #[cfg(not(loom))]
+        {
+            let mut guard = guard;
+            let timed_out = self.inner.wait_for(&mut guard, timeout).timed_out();
+            (guard, timed_out)
+        }
+    }
+
+    /// Wakes one waiting thread.
+    pub fn notify_one(&self) {
+        self.inner.notify_one();
+    }
+
+    /// Wakes every waiting thread.
+    pub fn notify_all(&self) {
+        self.inner.notify_all();
+    }
+}
+
+impl Default for Condvar {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Condvar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Condvar").finish_non_exhaustive()
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::cell::UnsafeCell;

@@ -1,0 +1,179 @@
+//! The group-commit hand-off (XIndex §5's background logger, with `Immediate` durability added):
+//! writers that need durability *request* a round and wait; one committer thread runs rounds
+//! (drain every lane, write, fsync) and wakes the writers a round covers. Concurrent writers
+//! share a round, and so one fsync per lane.
+//!
+//! Round numbers make "a round covering my append" precise: `started` counts rounds that have
+//! begun, `done` rounds that have finished. A writer that appended before calling
+//! [`GroupCommit::request_and_wait`] waits for round `started + 1` as read under the lock: that
+//! round begins after the call, so it drains the writer's record. Rounds finish in order.
+//!
+//! Protocol code: it takes its mutex, condition variables and threads from
+//! `concurrency::sync`, so the loom model in `tests/loom_group_commit.rs` checks this code.
+
+use std::time::Duration;
+
+use concurrency::sync::atomic::{AtomicBool, Ordering};
+use concurrency::sync::{Condvar, Mutex};
+
+#[derive(Debug, Default)]
+struct State {
+    /// The highest round a writer waits for.
+    requested: u64,
+    /// Rounds begun.
+    started: u64,
+    /// Rounds finished (in order).
+    done: u64,
+    /// Why a round failed; once set, every wait fails.
+    failed: Option<String>,
+    /// The committer stops once no requested round is left.
+    shutdown: bool,
+}
+
+/// The shared state of the writers and the committer.
+#[derive(Debug, Default)]
+pub struct GroupCommit {
+    state: Mutex<State>,
+    /// The committer waits here for requests.
+    committer: Condvar,
+    /// Writers wait here for their round.
+    writers: Condvar,
+    /// Mirrors `state.failed.is_some()` for a lock-free check on the write path.
+    failed: AtomicBool,
+}
+
+impl GroupCommit {
+    /// A hand-off with no round run yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for a round that starts after this call and blocks until it has finished. Errors
+    /// with the failure message when that round (or any earlier one) failed.
+    pub fn request_and_wait(&self) -> Result<(), String> {
+        let mut state = self.state.lock();
+        let target = state.started + 1;
+        if state.requested < target {
+            state.requested = target;
+            self.committer.notify_one();
+        }
+        loop {
+            if let Some(message) = &state.failed {
+                return Err(message.clone());
+            }
+            if state.done >= target {
+                return Ok(());
+            }
+            state = self.writers.wait(state);
+        }
+    }
+
+    /// The committer's wait for work: returns the number of the round to run now, or `None`
+    /// when shut down with nothing requested. With a `period`, a round also starts when the
+    /// period passes without a request.
+    pub fn next_round(&self, period: Option<Duration>) -> Option<u64> {
+        let mut state = self.state.lock();
+        loop {
+            if state.requested > state.started {
+                break;
+            }
+            if state.shutdown {
+                return None;
+            }
+            match period {
+                Some(period) => {
+                    let (guard, timed_out) = self.committer.wait_for(state, period);
+                    state = guard;
+                    if timed_out {
+                        break;
+                    }
+                }
+                None => state = self.committer.wait(state),
+            }
+        }
+        state.started += 1;
+        Some(state.started)
+    }
+
+    /// Marks `round` finished (with its outcome) and wakes the writers.
+    pub fn finish_round(&self, round: u64, outcome: Result<(), String>) {
+        let mut state = self.state.lock();
+        state.done = state.done.max(round);
+        if let Err(message) = outcome {
+            if state.failed.is_none() {
+                state.failed = Some(message);
+            }
+            self.failed.store(true, Ordering::Release);
+        }
+        drop(state);
+        self.writers.notify_all();
+    }
+
+    /// Records a failure seen outside a round (a writer's own flush): every later wait fails.
+    pub fn fail(&self, message: String) {
+        let mut state = self.state.lock();
+        if state.failed.is_none() {
+            state.failed = Some(message);
+        }
+        self.failed.store(true, Ordering::Release);
+        drop(state);
+        self.writers.notify_all();
+    }
+
+    /// The failure message, if any round or flush failed.
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.state.lock().failed.clone()
+    }
+
+    /// Tells the committer to stop once the requested rounds are done.
+    pub fn shutdown(&self) {
+        self.state.lock().shutdown = true;
+        self.committer.notify_all();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    use std::thread;
+
+    #[test]
+    fn concurrent_writers_share_rounds_and_see_failures() {
+        let gc = Arc::new(GroupCommit::new());
+        let rounds = Arc::new(AtomicU64::new(0));
+        let committer = {
+            let gc = Arc::clone(&gc);
+            let rounds = Arc::clone(&rounds);
+            thread::spawn(move || {
+                while let Some(round) = gc.next_round(None) {
+                    rounds.fetch_add(1, Ordering::SeqCst);
+                    gc.finish_round(round, Ok(()));
+                }
+            })
+        };
+        let writers: Vec<_> = (0..4)
+            .map(|_| {
+                let gc = Arc::clone(&gc);
+                thread::spawn(move || {
+                    for _ in 0..100 {
+                        gc.request_and_wait().expect("no round fails");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer");
+        }
+        assert!(rounds.load(Ordering::SeqCst) <= 400);
+        gc.fail("disk on fire".into());
+        assert_eq!(gc.request_and_wait(), Err("disk on fire".into()));
+        assert_eq!(gc.failure().as_deref(), Some("disk on fire"));
+        gc.shutdown();
+        committer.join().expect("committer");
+    }
+}

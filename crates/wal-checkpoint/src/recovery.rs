@@ -1,0 +1,616 @@
+//! Crash recovery (XIndex §5, with the steps the digest rebuilds in §3.19):
+//!
+//! 1. Scan every lane's segments. A bad or short frame with no valid frame after it in the
+//!    lane's last segment is a torn tail and is cut off; any other bad byte is
+//!    [`Error::Corrupt`] naming the file and offset (or, in tolerant mode, ends that lane there).
+//! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
+//!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
+//!    and each lane's last record is at or above `t_safe`.
+//! 3. Choose the newest valid checkpoint with `t_end ≤ t_safe` whose `t_begin` the remaining
+//!    segments still cover, falling back to older ones.
+//! 4. Replay, in timestamp order over the checkpoint, every op stamped in `[t_begin, t_safe]`
+//!    whose record is committed at or below `t_safe` (a batch commits at its largest stamp, so
+//!    it is replayed whole or not at all).
+//! 5. Physically cut every record stamped above `t_safe` (and fsync), so that a later recovery
+//!    with a larger `t_safe` cannot resurrect writes this one dropped, and delete checkpoints
+//!    that end above `t_safe`. A lane cut this way gets a heartbeat stamped `t_safe` in place of
+//!    the cut records: every lane still ends at or above `t_safe`, so no later recovery computes
+//!    a smaller one and drops writes this one recovered (the kill test caught that: a lane cut
+//!    below `t_safe`, then another lane's newer heartbeat cut by the next recovery, and an
+//!    acknowledged write was gone).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::checkpoint;
+use crate::error::{Error, Result};
+use crate::faults;
+use crate::format::{self, Change, FRAME_HEADER, Frame, Record, SEGMENT_HEADER, SegmentHeader};
+use crate::lane::{self, Closed};
+
+/// Checkpoint entries or final pairs, packed: one byte buffer and a slot per entry.
+#[derive(Debug, Default)]
+pub(crate) struct Arena {
+    bytes: Vec<u8>,
+    slots: Vec<Slot>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    table: u32,
+    at: usize,
+    key_len: u32,
+    value_len: u32,
+}
+
+impl Arena {
+    pub fn push(&mut self, table: u32, key: &[u8], value: &[u8]) {
+        self.slots.push(Slot {
+            table,
+            at: self.bytes.len(),
+            key_len: key.len() as u32,
+            value_len: value.len() as u32,
+        });
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(value);
+    }
+
+    fn key(&self, slot: &Slot) -> &[u8] {
+        &self.bytes[slot.at..slot.at + slot.key_len as usize]
+    }
+
+    fn value(&self, slot: &Slot) -> &[u8] {
+        let start = slot.at + slot.key_len as usize;
+        &self.bytes[start..start + slot.value_len as usize]
+    }
+
+    fn cmp(&self, a: &Slot, b: &Slot) -> Ordering {
+        a.table
+            .cmp(&b.table)
+            .then_with(|| self.key(a).cmp(self.key(b)))
+    }
+
+    /// Sorts by (table, key), keeping the last of equal keys.
+    fn sort_dedup(&mut self) {
+        let mut slots = std::mem::take(&mut self.slots);
+        if !slots.is_sorted_by(|a, b| self.cmp(a, b) == Ordering::Less) {
+            slots.sort_by(|a, b| self.cmp(a, b));
+            let mut kept: Vec<Slot> = Vec::with_capacity(slots.len());
+            for slot in slots {
+                match kept.last_mut() {
+                    Some(last) if self.cmp(last, &slot) == Ordering::Equal => *last = slot,
+                    _ => kept.push(slot),
+                }
+            }
+            slots = kept;
+        }
+        self.slots = slots;
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// What recovery did and found.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryStats {
+    /// The safe timestamp: every record stamped at or below it was recovered; `None` when the
+    /// directory held no log.
+    pub t_safe: Option<u64>,
+    /// The checkpoint loaded, if any.
+    pub checkpoint: Option<PathBuf>,
+    /// Entries in that checkpoint.
+    pub checkpoint_entries: u64,
+    /// Log segments read.
+    pub segments: usize,
+    /// Put, remove and batch records replayed over the checkpoint.
+    pub records_replayed: u64,
+    /// Individual puts and removes replayed (batch ops counted one by one).
+    pub ops_replayed: u64,
+    /// Bytes cut from log tails (torn frames, records above `t_safe`, tolerated corruption).
+    pub truncated_bytes: u64,
+    /// Checkpoints passed over, and why (corrupt, not safe, no longer covered by the log).
+    pub skipped_checkpoints: Vec<String>,
+    /// Corruption tolerated in tolerant mode (each ended a lane early).
+    pub tolerated: Vec<String>,
+    /// Wall-clock time of the whole recovery.
+    pub elapsed: Duration,
+}
+
+/// The state recovered by [`crate::Wal::open`]: every (table, key, value) live at `t_safe`,
+/// in (table, key) order, plus what recovery did.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    /// What recovery did and found.
+    pub stats: RecoveryStats,
+    base: Arena,
+    /// Replayed changes, sorted by (table, key), one per key (the last).
+    overrides: Vec<Change>,
+}
+
+impl Recovery {
+    /// The recovered pairs `(table, key, value)` in (table, key) order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8], &[u8])> + '_ {
+        Merge {
+            recovery: self,
+            base: 0,
+            over: 0,
+        }
+    }
+
+    /// The recovered pairs as a map (convenient for tests and small states).
+    pub fn to_map(&self) -> BTreeMap<(u32, Vec<u8>), Vec<u8>> {
+        self.iter()
+            .map(|(table, key, value)| ((table, key.to_vec()), value.to_vec()))
+            .collect()
+    }
+}
+
+struct Merge<'a> {
+    recovery: &'a Recovery,
+    base: usize,
+    over: usize,
+}
+
+impl<'a> Iterator for Merge<'a> {
+    type Item = (u32, &'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let arena = &self.recovery.base;
+        loop {
+            let base = arena.slots.get(self.base);
+            let over = self.recovery.overrides.get(self.over);
+            let order = match (base, over) {
+                (None, None) => return None,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(b), Some(o)) => b.table.cmp(&o.table).then_with(|| arena.key(b).cmp(&o.key)),
+            };
+            match (order, base, over) {
+                (Ordering::Less, Some(b), _) => {
+                    self.base += 1;
+                    return Some((b.table, arena.key(b), arena.value(b)));
+                }
+                (_, _, Some(o)) => {
+                    if order == Ordering::Equal {
+                        self.base += 1;
+                    }
+                    self.over += 1;
+                    if let Some(value) = &o.value {
+                        return Some((o.table, &o.key, value));
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// A segment found on disk.
+#[derive(Debug)]
+struct Segment {
+    path: PathBuf,
+    seq: u64,
+    header: SegmentHeader,
+    /// Where the valid frames end.
+    valid_end: u64,
+    file_len: u64,
+    /// The timestamp of the last valid record (the header's `prev_last_ts` if none).
+    last_ts: u64,
+}
+
+/// A lane's chain as recovered.
+#[derive(Debug)]
+pub(crate) struct LaneState {
+    pub lane: u32,
+    /// The segments kept, oldest first, with their last timestamps.
+    pub segments: Vec<Closed>,
+    /// The sequence number of the lane's next segment.
+    pub next_seq: u64,
+    /// The timestamp of the lane's last kept record.
+    pub last_ts: u64,
+}
+
+/// What [`recover`] hands to [`crate::Wal::open`].
+#[derive(Debug)]
+pub(crate) struct Recovered {
+    pub recovery: Recovery,
+    pub lanes: Vec<LaneState>,
+    /// Larger than every timestamp seen on disk.
+    pub clock: u64,
+}
+
+/// File changes recovery makes once it knows it succeeds.
+#[derive(Debug, Default)]
+struct Repairs {
+    /// (file, length to cut it to, stamp of a heartbeat to append after the cut).
+    cuts: Vec<(PathBuf, u64, Option<u64>)>,
+    deletes: Vec<PathBuf>,
+}
+
+/// Whether some valid frame starts after `from` in `bytes` (so a bad frame at `from` is
+/// corruption, not a torn tail).
+fn valid_frame_after(bytes: &[u8], from: usize) -> bool {
+    (from + 1..bytes.len().saturating_sub(FRAME_HEADER)).any(|at| {
+        let rest = &bytes[at..];
+        let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+        len >= 9
+            && len <= rest.len() - FRAME_HEADER
+            && (1..=5).contains(&rest[FRAME_HEADER])
+            && matches!(format::read_frame(rest), Frame::Valid(..))
+    })
+}
+
+/// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails.
+fn scan_lane(
+    lane: u32,
+    mut files: Vec<(u64, PathBuf)>,
+    tolerant: bool,
+    stats: &mut RecoveryStats,
+    repairs: &mut Repairs,
+    max_ts: &mut u64,
+) -> Result<Vec<Segment>> {
+    files.sort();
+    let mut segments: Vec<Segment> = Vec::new();
+    let count = files.len();
+    for (i, (seq, path)) in files.into_iter().enumerate() {
+        let is_last = i + 1 == count;
+        if let Some(prev) = segments.last()
+            && prev.seq + 1 != seq
+        {
+            let error = Error::corrupt(
+                &path,
+                0,
+                format!("segment {} of lane {lane} is missing", prev.seq + 1),
+            );
+            if tolerant {
+                stats.tolerated.push(error.to_string());
+                repairs.deletes.push(path);
+                continue;
+            }
+            return Err(error);
+        }
+        let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        stats.segments += 1;
+        let header = match SegmentHeader::decode(&bytes) {
+            Ok(header) if header.lane == lane && header.seq == seq => header,
+            Ok(_) => {
+                let error = Error::corrupt(&path, 0, "segment header names another lane or seq");
+                if tolerant {
+                    stats.tolerated.push(error.to_string());
+                    repairs.deletes.push(path);
+                    continue;
+                }
+                return Err(error);
+            }
+            Err(reason) => {
+                if is_last && bytes.len() < SEGMENT_HEADER {
+                    // Torn while being created: it never held a record.
+                    stats.truncated_bytes += bytes.len() as u64;
+                    repairs.deletes.push(path);
+                    continue;
+                }
+                let error = Error::corrupt(&path, 0, reason);
+                if tolerant {
+                    stats.tolerated.push(error.to_string());
+                    repairs.deletes.push(path);
+                    continue;
+                }
+                return Err(error);
+            }
+        };
+        *max_ts = (*max_ts).max(header.prev_last_ts);
+        let mut at = SEGMENT_HEADER;
+        let mut last_ts = segments.last().map_or(header.prev_last_ts, |s| s.last_ts);
+        let mut stop = false;
+        while at < bytes.len() {
+            let problem = match format::read_frame(&bytes[at..]) {
+                Frame::Valid(payload, len) => {
+                    if payload.len() < 9 {
+                        Some("record too short for its timestamp")
+                    } else {
+                        let mut word = [0; 8];
+                        word.copy_from_slice(&payload[1..9]);
+                        let ts = u64::from_le_bytes(word);
+                        if ts < last_ts {
+                            Some("record timestamp goes backwards within its lane")
+                        } else {
+                            last_ts = ts;
+                            *max_ts = (*max_ts).max(ts);
+                            at += len;
+                            None
+                        }
+                    }
+                }
+                Frame::Short => Some("frame truncated"),
+                Frame::Bad(reason) => Some(reason),
+            };
+            if let Some(reason) = problem {
+                let torn = is_last && !valid_frame_after(&bytes, at);
+                if !torn {
+                    let error = Error::corrupt(&path, at as u64, reason);
+                    if !tolerant {
+                        return Err(error);
+                    }
+                    stats.tolerated.push(error.to_string());
+                    stop = true;
+                }
+                stats.truncated_bytes += (bytes.len() - at) as u64;
+                repairs.cuts.push((path.clone(), at as u64, None));
+                break;
+            }
+        }
+        segments.push(Segment {
+            path,
+            seq,
+            header,
+            valid_end: at as u64,
+            file_len: bytes.len() as u64,
+            last_ts,
+        });
+        if stop {
+            // Tolerant mode: the lane ends at the corruption; the caller deletes later files.
+            break;
+        }
+    }
+    Ok(segments)
+}
+
+/// Lists `dir/wal` and `dir`, then recovers (see the module docs).
+/// With `repair` false, no file is changed (the cuts and deletions are only computed).
+pub(crate) fn recover(
+    dir: &Path,
+    wal_dir: &Path,
+    tolerant: bool,
+    repair: bool,
+) -> Result<Recovered> {
+    let started = Instant::now();
+    let mut stats = RecoveryStats::default();
+    let mut repairs = Repairs::default();
+    let mut by_lane: BTreeMap<u32, Vec<(u64, PathBuf)>> = BTreeMap::new();
+    for entry in fs::read_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))? {
+        let entry = entry.map_err(|e| Error::io(wal_dir, e))?;
+        let name = entry.file_name();
+        if let Some((lane, seq)) = name.to_str().and_then(lane::parse_segment_name) {
+            by_lane.entry(lane).or_default().push((seq, entry.path()));
+        }
+    }
+    let mut max_ts = 0;
+    let mut lanes: Vec<(u32, Vec<Segment>)> = Vec::new();
+    for (lane, files) in by_lane {
+        let all: Vec<PathBuf> = files.iter().map(|(_, p)| p.clone()).collect();
+        let segments = scan_lane(lane, files, tolerant, &mut stats, &mut repairs, &mut max_ts)?;
+        // Tolerant mode may end a lane early: files after its last kept segment go.
+        for path in all {
+            if !segments.iter().any(|s| s.path == path) && !repairs.deletes.contains(&path) {
+                repairs.deletes.push(path);
+            }
+        }
+        if !segments.is_empty() {
+            lanes.push((lane, segments));
+        }
+    }
+    let t_safe = lanes
+        .iter()
+        .filter_map(|(_, segments)| segments.last().map(|s| s.last_ts))
+        .min();
+    stats.t_safe = t_safe;
+    let safe = t_safe.unwrap_or(u64::MAX);
+
+    // Checkpoints, newest first.
+    let mut checkpoints: Vec<(u64, PathBuf)> = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(t_end) = checkpoint::parse_checkpoint_name(name) {
+            checkpoints.push((t_end, entry.path()));
+        } else if name == checkpoint::TEMP_NAME {
+            repairs.deletes.push(entry.path());
+        }
+    }
+    checkpoints.sort_by(|a, b| b.cmp(a));
+    let covered = |t_begin: u64| {
+        lanes
+            .iter()
+            .all(|(_, segments)| segments[0].seq == 0 || segments[0].header.prev_last_ts < t_begin)
+    };
+    let mut chosen = None;
+    let mut first_problem: Option<Error> = None;
+    for (_, path) in &checkpoints {
+        let header = match checkpoint::read_header(path) {
+            Ok(header) => header,
+            Err(error) => {
+                stats.skipped_checkpoints.push(error.to_string());
+                first_problem.get_or_insert(error);
+                continue;
+            }
+        };
+        max_ts = max_ts.max(header.t_end);
+        if header.t_end > safe {
+            stats.skipped_checkpoints.push(format!(
+                "{}: ends at {} after t_safe {safe}; deleted",
+                path.display(),
+                header.t_end
+            ));
+            repairs.deletes.push(path.clone());
+            continue;
+        }
+        if chosen.is_some() {
+            continue;
+        }
+        if !covered(header.t_begin) {
+            let error = Error::corrupt(
+                path,
+                0,
+                "the log segments this checkpoint needs were deleted",
+            );
+            stats.skipped_checkpoints.push(error.to_string());
+            first_problem.get_or_insert(error);
+            continue;
+        }
+        match checkpoint::read(path) {
+            Ok((header, arena)) => chosen = Some((path.clone(), header, arena)),
+            Err(error) => {
+                stats.skipped_checkpoints.push(error.to_string());
+                first_problem.get_or_insert(error);
+            }
+        }
+    }
+    let (t_begin, mut base) = match chosen {
+        Some((path, header, arena)) => {
+            stats.checkpoint = Some(path);
+            stats.checkpoint_entries = arena.len() as u64;
+            (header.t_begin, arena)
+        }
+        None => {
+            if !lanes.iter().all(|(_, segments)| segments[0].seq == 0) {
+                return Err(first_problem.unwrap_or_else(|| {
+                    Error::corrupt(
+                        wal_dir,
+                        0,
+                        "log segments were deleted, but no checkpoint covers them",
+                    )
+                }));
+            }
+            (0, Arena::default())
+        }
+    };
+    base.sort_dedup();
+
+    // Pass 2: collect the ops to replay and cut records above t_safe.
+    let mut changes: Vec<Change> = Vec::new();
+    let mut states = Vec::new();
+    for (lane, segments) in lanes {
+        let mut kept: Vec<Closed> = Vec::new();
+        let mut lane_last = 0;
+        let mut cut = false;
+        let mut next_seq = 0;
+        for segment in segments {
+            if cut {
+                stats.truncated_bytes += segment.file_len;
+                repairs.deletes.push(segment.path);
+                continue;
+            }
+            let mut seg_last = segment.last_ts;
+            if segment.last_ts >= t_begin {
+                let bytes = fs::read(&segment.path).map_err(|e| Error::io(&segment.path, e))?;
+                let end = (segment.valid_end as usize).min(bytes.len());
+                let mut at = SEGMENT_HEADER;
+                seg_last = segment.header.prev_last_ts.max(lane_last);
+                while at < end {
+                    let Frame::Valid(payload, len) = format::read_frame(&bytes[at..end]) else {
+                        return Err(Error::corrupt(
+                            &segment.path,
+                            at as u64,
+                            "frame changed while recovering",
+                        ));
+                    };
+                    let record = format::decode_record(payload)
+                        .map_err(|reason| Error::corrupt(&segment.path, at as u64, reason))?;
+                    if record.ts() > safe {
+                        cut = true;
+                        stats.truncated_bytes += segment.file_len - at as u64;
+                        // The lane must still end at or above t_safe after the cut, or a later
+                        // recovery could compute a smaller t_safe and drop writes this one
+                        // recovered: a heartbeat stamped t_safe replaces the cut records.
+                        let heartbeat = (seg_last < safe).then_some(safe);
+                        repairs.cuts.retain(|(p, _, _)| p != &segment.path);
+                        repairs
+                            .cuts
+                            .push((segment.path.clone(), at as u64, heartbeat));
+                        seg_last = seg_last.max(safe);
+                        break;
+                    }
+                    seg_last = record.ts();
+                    match record {
+                        Record::Single(change) => {
+                            if change.ts >= t_begin {
+                                stats.records_replayed += 1;
+                                changes.push(change);
+                            }
+                        }
+                        Record::Batch { ops, .. } => {
+                            stats.records_replayed += 1;
+                            changes.extend(ops.into_iter().filter(|op| op.ts >= t_begin));
+                        }
+                        Record::Heartbeat { .. } | Record::Checkpoint { .. } => {}
+                    }
+                    at += len;
+                }
+            }
+            lane_last = seg_last;
+            next_seq = segment.seq + 1;
+            kept.push(Closed {
+                path: segment.path,
+                last_ts: seg_last,
+            });
+        }
+        states.push(LaneState {
+            lane,
+            segments: kept,
+            next_seq,
+            last_ts: lane_last,
+        });
+    }
+    stats.ops_replayed = changes.len() as u64;
+    // Timestamps are unique, so one unstable sort by (table, key, ts) puts each key's changes
+    // in replay order.
+    changes.sort_unstable_by(|a, b| (a.table, &a.key, a.ts).cmp(&(b.table, &b.key, b.ts)));
+    let mut overrides: Vec<Change> = Vec::with_capacity(changes.len());
+    for change in changes {
+        match overrides.last_mut() {
+            Some(last) if last.table == change.table && last.key == change.key => *last = change,
+            _ => overrides.push(change),
+        }
+    }
+
+    // Repairs: only now that recovery is known to succeed.
+    if !repair {
+        repairs = Repairs::default();
+    }
+    for (path, at, heartbeat) in &repairs.cuts {
+        if repairs.deletes.contains(path) {
+            continue;
+        }
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let mut tail = Vec::new();
+        if let Some(ts) = heartbeat {
+            format::encode_heartbeat(&mut tail, *ts);
+        }
+        file.set_len(*at)
+            .and_then(|()| file.seek(SeekFrom::Start(*at)))
+            .and_then(|_| file.write_all(&tail))
+            .and_then(|()| file.sync_data())
+            .map_err(|e| Error::io(path, e))?;
+    }
+    for path in &repairs.deletes {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    if repair {
+        faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+        faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    stats.elapsed = started.elapsed();
+    Ok(Recovered {
+        recovery: Recovery {
+            stats,
+            base,
+            overrides,
+        },
+        lanes: states,
+        clock: max_ts + 1,
+    })
+}

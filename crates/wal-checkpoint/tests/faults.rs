@@ -1,0 +1,163 @@
+//! Injected I/O failures: a failing write, a failing fsync, a full disk. The error reaches the
+//! writer, later calls fail, and a reopen recovers a prefix holding every acknowledged write.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Model, TempDir, options, state};
+use wal_checkpoint::{Durability, Error, FaultPlan, Options, Wal};
+
+fn model(k: u64) -> Model {
+    (0..k)
+        .map(|i| ((0, i.to_be_bytes().to_vec()), i.to_le_bytes().to_vec()))
+        .collect()
+}
+
+/// Writes keys 0.. until a write fails (arming the fault with `arm` after `before` writes);
+/// returns (acknowledged, attempted).
+fn write_until_failure(
+    wal: &Wal,
+    plan: &FaultPlan,
+    before: u64,
+    arm: impl Fn(&FaultPlan),
+) -> (u64, u64) {
+    let mut acked = 0;
+    for i in 0..10_000u64 {
+        if i == before {
+            arm(plan);
+        }
+        match wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ()) {
+            Ok(()) => acked = i + 1,
+            Err(Error::Io { .. } | Error::Failed(_)) => {
+                // Every later call fails too.
+                assert!(matches!(
+                    wal.put(0, b"later", b"x", || ()),
+                    Err(Error::Failed(_))
+                ));
+                assert!(matches!(wal.sync(), Err(Error::Failed(_))));
+                return (acked, i + 1);
+            }
+            Err(other) => panic!("unexpected error {other}"),
+        }
+    }
+    panic!("the injected fault never fired");
+}
+
+fn check(durability: Durability, buffer_bytes: usize, arm: impl Fn(&FaultPlan) + Copy) {
+    for before in [0, 3, 40] {
+        let dir = TempDir::new("faults");
+        let plan = Arc::new(FaultPlan::new());
+        let opts = Options {
+            faults: Some(Arc::clone(&plan)),
+            buffer_bytes,
+            ..options(2, durability)
+        };
+        let (wal, _) = Wal::open(dir.path(), opts).expect("open");
+        let (acked, attempted) = write_until_failure(&wal, &plan, before, arm);
+        drop(wal);
+        let (_, recovery) = Wal::open(dir.path(), options(2, Durability::None)).expect("reopen");
+        let got = state(&recovery);
+        let k = got.len() as u64;
+        // Without Immediate, an acknowledgement promises nothing about durability.
+        let durable = if durability == Durability::Immediate {
+            acked
+        } else {
+            0
+        };
+        assert!(
+            k >= durable && k <= attempted,
+            "recovered {k} writes; {acked} acknowledged, {attempted} attempted"
+        );
+        assert_eq!(got, model(k), "a prefix of the writes");
+    }
+}
+
+#[test]
+fn a_failing_fsync_reaches_immediate_writers() {
+    check(Durability::Immediate, 1 << 20, |plan| {
+        plan.fail_sync_after(1)
+    });
+}
+
+#[test]
+fn a_failing_write_reaches_immediate_writers() {
+    check(Durability::Immediate, 1 << 20, |plan| {
+        plan.fail_write_after(1)
+    });
+}
+
+#[test]
+fn a_full_disk_reaches_immediate_writers() {
+    check(Durability::Immediate, 1 << 20, |plan| plan.enospc_after(1));
+}
+
+#[test]
+fn a_full_disk_reaches_a_writer_flushing_its_own_buffer() {
+    // Tiny buffers: every write hands its buffer to the file itself (no committer involved).
+    check(Durability::None, 1, |plan| plan.enospc_after(2));
+}
+
+#[test]
+fn a_failing_committer_fails_later_periodic_writes() {
+    let dir = TempDir::new("periodic-fault");
+    let plan = Arc::new(FaultPlan::new());
+    let opts = Options {
+        faults: Some(Arc::clone(&plan)),
+        ..options(1, Durability::Periodic(Duration::from_millis(2)))
+    };
+    let (wal, _) = Wal::open(dir.path(), opts).expect("open");
+    wal.put(0, &0u64.to_be_bytes(), &0u64.to_le_bytes(), || ())
+        .expect("put");
+    wal.sync().expect("sync");
+    plan.fail_sync_after(1);
+    let mut failed = false;
+    for i in 1..100_000u64 {
+        if wal
+            .put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ())
+            .is_err()
+        {
+            failed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert!(failed, "the committer's failure reaches the writers");
+    drop(wal);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
+    let got = state(&recovery);
+    assert!(!got.is_empty());
+    assert_eq!(got, model(got.len() as u64));
+}
+
+#[test]
+fn a_failed_checkpoint_leaves_the_log_working() {
+    let dir = TempDir::new("ckpt-fault");
+    let plan = Arc::new(FaultPlan::new());
+    let opts = Options {
+        faults: Some(Arc::clone(&plan)),
+        ..options(1, Durability::Immediate)
+    };
+    let (wal, _) = Wal::open(dir.path(), opts).expect("open");
+    for i in 0..10u64 {
+        wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ())
+            .expect("put");
+    }
+    plan.fail_write_after(1);
+    let result = wal.checkpoint(|w| {
+        for i in 0..10u64 {
+            w.put(0, &i.to_be_bytes(), &i.to_le_bytes())?;
+        }
+        Ok(())
+    });
+    assert!(matches!(result, Err(Error::Io { .. })));
+    let source_failed = wal.checkpoint(|_| Err(Error::Source("scan failed".into())));
+    assert!(matches!(source_failed, Err(Error::Source(_))));
+    wal.put(0, &10u64.to_be_bytes(), &10u64.to_le_bytes(), || ())
+        .expect("the log still works");
+    drop(wal);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
+    assert_eq!(state(&recovery), model(11));
+    assert!(!dir.path().join("checkpoint.tmp").exists());
+}

@@ -1,0 +1,340 @@
+//! Torn and corrupted files: truncation at every byte of the last records, bit flips, corrupt
+//! checkpoints, foreign files. Recovery gives a prefix of the writes or a clear error, never a
+//! panic.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{Model, TempDir, checkpoints, options, segments, state};
+use wal_checkpoint::{Durability, Error, Options, Wal};
+
+const HEARTBEAT_FRAME: u64 = 17;
+
+/// Writes `n` puts with Immediate durability on one lane; returns the single segment's bytes and
+/// the file length after each put (each put is followed by its round's heartbeat).
+fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
+    let (wal, _) = Wal::open(dir, options(1, Durability::Immediate)).expect("open");
+    let seg = segments(dir)[0].clone();
+    let mut offsets = Vec::new();
+    for i in 0..n {
+        wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ())
+            .expect("put");
+        offsets.push(fs::metadata(&seg).expect("segment").len());
+    }
+    wal.close().expect("close");
+    let bytes = fs::read(&seg).expect("read");
+    assert_eq!(bytes.len() as u64, *offsets.last().expect("n > 0"));
+    (bytes, offsets)
+}
+
+fn model(k: u64) -> Model {
+    (0..k)
+        .map(|i| ((0, i.to_be_bytes().to_vec()), vec![i as u8; 3]))
+        .collect()
+}
+
+/// A fresh log directory holding only `bytes` as lane 0's first segment.
+fn with_segment(name: &str, bytes: &[u8]) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(name);
+    fs::create_dir_all(dir.path().join("wal")).expect("wal dir");
+    let path = dir.path().join("wal").join("lane-000-0000000000000000.log");
+    fs::write(&path, bytes).expect("write segment");
+    (dir, path)
+}
+
+#[test]
+fn truncation_at_every_byte_of_the_last_records_recovers_a_prefix() {
+    let src = TempDir::new("torn-src");
+    let n = 12;
+    let (bytes, offsets) = history(src.path(), n);
+    let from = offsets[(n - 5) as usize];
+    for cut in from..=bytes.len() as u64 {
+        let (dir, _) = with_segment("torn", &bytes[..cut as usize]);
+        let (wal, recovery) = Wal::open(dir.path(), options(1, Durability::Immediate))
+            .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let k = offsets
+            .iter()
+            .filter(|&&end| end - HEARTBEAT_FRAME <= cut)
+            .count() as u64;
+        assert_eq!(state(&recovery), model(k), "cut at {cut}");
+        // The torn tail was cut for good: new writes after it survive the next recovery.
+        wal.put(0, b"after", b"!", || ())
+            .expect("put after recovery");
+        drop(wal);
+        let (_, again) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
+        let mut expected = model(k);
+        expected.insert((0, b"after".to_vec()), b"!".to_vec());
+        assert_eq!(
+            state(&again),
+            expected,
+            "second recovery after a cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn bit_flips_in_the_last_frame_are_a_torn_tail() {
+    let src = TempDir::new("flip-last-src");
+    let n = 6;
+    let (bytes, _) = history(src.path(), n);
+    let start = bytes.len() - HEARTBEAT_FRAME as usize;
+    for bit in start * 8..bytes.len() * 8 {
+        let mut flipped = bytes.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let (dir, _) = with_segment("flip-last", &flipped);
+        let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None))
+            .unwrap_or_else(|e| panic!("bit {bit}: {e}"));
+        assert_eq!(state(&recovery), model(n), "bit {bit}");
+        assert!(recovery.stats.truncated_bytes > 0);
+    }
+}
+
+#[test]
+fn bit_flips_before_the_tail_are_corruption_naming_file_and_offset() {
+    let src = TempDir::new("flip-mid-src");
+    let n = 6;
+    let (bytes, offsets) = history(src.path(), n);
+    // The last put's frame: it ends where the final heartbeat starts.
+    let end = (offsets[n as usize - 1] - HEARTBEAT_FRAME) as usize;
+    let start = (offsets[n as usize - 2]) as usize;
+    for bit in start * 8..end * 8 {
+        let mut flipped = bytes.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let (dir, path) = with_segment("flip-mid", &flipped);
+        match Wal::open(dir.path(), options(1, Durability::None)) {
+            Err(Error::Corrupt { file, offset, .. }) => {
+                assert_eq!(file, path, "bit {bit}");
+                assert_eq!(offset, start as u64, "bit {bit}");
+            }
+            other => panic!("bit {bit}: expected Corrupt, got {other:?}"),
+        }
+        // Untouched by the failed recovery; tolerant mode recovers the prefix.
+        assert_eq!(fs::read(&path).expect("read"), flipped);
+        let tolerant = Options {
+            tolerate_corruption: true,
+            ..options(1, Durability::None)
+        };
+        let (_, recovery) = Wal::open(dir.path(), tolerant).expect("tolerant recovery");
+        assert_eq!(state(&recovery), model(n - 1), "bit {bit}");
+        assert_eq!(recovery.stats.tolerated.len(), 1);
+    }
+}
+
+#[test]
+fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
+    let src = TempDir::new("header-src");
+    let (bytes, _) = history(src.path(), 3);
+    let mut bad = bytes.clone();
+    bad[3] ^= 0xff;
+    let (dir, path) = with_segment("bad-magic", &bad);
+    // A second segment (the one a reopen starts), so the bad one is not the last.
+    let (intact, _) = with_segment("intact", &bytes);
+    drop(Wal::open(intact.path(), options(1, Durability::None)).expect("open"));
+    let second = segments(intact.path())[1].clone();
+    fs::copy(
+        &second,
+        dir.path()
+            .join("wal")
+            .join(second.file_name().expect("name")),
+    )
+    .expect("copy");
+    match Wal::open(dir.path(), options(1, Durability::None)) {
+        Err(Error::Corrupt {
+            file, offset: 0, ..
+        }) => assert_eq!(file, path),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    // A last segment shorter than its header was torn while being created: dropped.
+    let (dir, _) = with_segment("short-new", &bytes);
+    fs::write(
+        dir.path().join("wal").join("lane-000-0000000000000001.log"),
+        &bytes[..20],
+    )
+    .expect("write");
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
+    assert_eq!(state(&recovery), model(3));
+}
+
+#[test]
+fn foreign_files_are_ignored_and_missing_segments_are_an_error() {
+    let src = TempDir::new("foreign-src");
+    let (bytes, _) = history(src.path(), 4);
+    let (dir, _) = with_segment("foreign", &bytes);
+    fs::write(dir.path().join("notes.txt"), b"hello").expect("write");
+    fs::write(dir.path().join("wal").join("notes.log"), b"hello").expect("write");
+    fs::write(dir.path().join("checkpoint-x.ckpt"), b"hello").expect("write");
+    let (wal, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
+    assert_eq!(state(&recovery), model(4));
+    drop(wal);
+    // A gap in lane 0's sequence numbers: a segment went missing.
+    fs::write(
+        dir.path().join("wal").join("lane-000-0000000000000009.log"),
+        b"garbage",
+    )
+    .expect("write");
+    assert!(matches!(
+        Wal::open(dir.path(), options(1, Durability::None)),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+/// Writes, checkpoints, writes more; returns the final model.
+fn checkpointed(dir: &Path, opts: &Options) -> Model {
+    let (wal, _) = Wal::open(dir, opts.clone()).expect("open");
+    let mut map = Model::new();
+    for i in 0..200u64 {
+        let key = (i % 64).to_be_bytes().to_vec();
+        wal.put(0, &key, &i.to_le_bytes(), || {
+            map.insert((0, key.clone()), i.to_le_bytes().to_vec())
+        })
+        .expect("put");
+    }
+    wal.sync().expect("sync");
+    let snapshot = map.clone();
+    wal.checkpoint(|w| {
+        for ((table, key), value) in &snapshot {
+            w.put(*table, key, value)?;
+        }
+        Ok(())
+    })
+    .expect("checkpoint");
+    for i in 200..260u64 {
+        let key = (i % 80).to_be_bytes().to_vec();
+        wal.put(0, &key, &i.to_le_bytes(), || {
+            map.insert((0, key.clone()), i.to_le_bytes().to_vec())
+        })
+        .expect("put");
+    }
+    wal.close().expect("close");
+    map
+}
+
+/// A named way to damage a file's bytes.
+type Damage = (String, Box<dyn Fn(&mut Vec<u8>)>);
+
+/// The ways a checkpoint file is damaged in the tests.
+fn damages(len: usize) -> Vec<Damage> {
+    let mut out: Vec<Damage> = Vec::new();
+    for cut in [0, 10, 31, 32, 40, len / 2, len - 24, len - 1] {
+        out.push((
+            format!("truncated to {cut}"),
+            Box::new(move |b| b.truncate(cut)),
+        ));
+    }
+    for at in [0, 9, 15, 30, 33, 45, len / 2, len - 20, len - 10, len - 2] {
+        out.push((
+            format!("byte {at} flipped"),
+            Box::new(move |b| b[at] ^= 0x40),
+        ));
+    }
+    out.push((
+        "garbage".into(),
+        Box::new(|b| b.iter_mut().for_each(|x| *x = 0xa5)),
+    ));
+    out
+}
+
+#[test]
+fn a_corrupt_checkpoint_falls_back_to_the_log_when_it_still_covers_everything() {
+    let src = TempDir::new("ckpt-src");
+    let opts = options(1, Durability::Periodic(std::time::Duration::from_millis(5)));
+    let expected = checkpointed(src.path(), &opts);
+    let ckpt = checkpoints(src.path())[0].clone();
+    let original = fs::read(&ckpt).expect("read");
+    for (what, damage) in damages(original.len()) {
+        let dir = TempDir::new("ckpt");
+        copy_dir(src.path(), dir.path());
+        let mut bytes = original.clone();
+        damage(&mut bytes);
+        fs::write(dir.path().join(ckpt.file_name().expect("name")), &bytes).expect("write");
+        let (_, recovery) =
+            Wal::open(dir.path(), opts.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(state(&recovery), expected, "{what}");
+        assert_eq!(recovery.stats.checkpoint, None, "{what}");
+        assert_eq!(recovery.stats.skipped_checkpoints.len(), 1, "{what}");
+    }
+}
+
+#[test]
+fn a_corrupt_checkpoint_whose_log_is_gone_is_a_clear_error() {
+    let src = TempDir::new("ckpt-gone-src");
+    let opts = Options {
+        segment_bytes: 256,
+        ..options(1, Durability::Periodic(std::time::Duration::from_millis(5)))
+    };
+    let expected = checkpointed(src.path(), &opts);
+    let (_, recovery) = Wal::open(src.path(), opts.clone()).expect("intact");
+    assert_eq!(state(&recovery), expected);
+    assert!(recovery.stats.checkpoint.is_some());
+    let ckpt = checkpoints(src.path())[0].clone();
+    let original = fs::read(&ckpt).expect("read");
+    for (what, damage) in damages(original.len()) {
+        let dir = TempDir::new("ckpt-gone");
+        copy_dir(src.path(), dir.path());
+        let mut bytes = original.clone();
+        damage(&mut bytes);
+        let target = dir.path().join(ckpt.file_name().expect("name"));
+        fs::write(&target, &bytes).expect("write");
+        match Wal::open(dir.path(), opts.clone()) {
+            Err(Error::Corrupt { file, .. }) => assert_eq!(file, target, "{what}"),
+            other => panic!("{what}: expected Corrupt, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_older_valid_checkpoint_is_used_when_the_newest_is_corrupt() {
+    let dir = TempDir::new("ckpt-older");
+    let opts = options(1, Durability::Periodic(std::time::Duration::from_millis(5)));
+    let (wal, _) = Wal::open(dir.path(), opts.clone()).expect("open");
+    let mut map = Model::new();
+    let ckpt = |wal: &Wal, map: &Model| {
+        wal.checkpoint(|w| {
+            for ((table, key), value) in map {
+                w.put(*table, key, value)?;
+            }
+            Ok(())
+        })
+        .expect("checkpoint")
+        .path
+    };
+    for i in 0..50u64 {
+        wal.put(1, &i.to_be_bytes(), b"a", || {
+            map.insert((1, i.to_be_bytes().to_vec()), b"a".to_vec())
+        })
+        .expect("put");
+    }
+    let older = ckpt(&wal, &map);
+    let saved = fs::read(&older).expect("read");
+    for i in 25..75u64 {
+        wal.put(1, &i.to_be_bytes(), b"b", || {
+            map.insert((1, i.to_be_bytes().to_vec()), b"b".to_vec())
+        })
+        .expect("put");
+    }
+    let newest = ckpt(&wal, &map);
+    wal.close().expect("close");
+    fs::write(&older, saved).expect("restore the older checkpoint");
+    let mut bytes = fs::read(&newest).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    fs::write(&newest, bytes).expect("corrupt the newest");
+    let (_, recovery) = Wal::open(dir.path(), opts).expect("recover");
+    assert_eq!(recovery.stats.checkpoint.as_deref(), Some(older.as_path()));
+    assert_eq!(state(&recovery), map);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
