@@ -26,11 +26,13 @@ pub enum Experiment {
     Hash,
     /// Inserts from empty: resize stalls.
     Grow,
+    /// XIndex-R with and without its write-ahead log.
+    Wal,
 }
 
 impl Experiment {
     /// Every experiment, in usage order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Lookup,
         Self::Ycsb,
         Self::Rw,
@@ -38,6 +40,7 @@ impl Experiment {
         Self::Strings,
         Self::Hash,
         Self::Grow,
+        Self::Wal,
     ];
 
     /// The name on the command line and in the report files.
@@ -50,6 +53,7 @@ impl Experiment {
             Self::Strings => "strings",
             Self::Hash => "hash",
             Self::Grow => "grow",
+            Self::Wal => "wal",
         }
     }
 
@@ -67,6 +71,7 @@ impl Experiment {
             Self::Strings => "byte-string keys, read-only and 90:10 (XIndex Figs. 16, 18)",
             Self::Hash => "point gets and a 90:10 mix on the hash maps (XIndex-H Figs. 25-27)",
             Self::Grow => "inserts from empty; max latency = resize stall (XIndex-H Fig. 26)",
+            Self::Wal => "XIndex-R 50:50 with no log, Periodic and Immediate logging (XIndex §5)",
         }
     }
 
@@ -76,6 +81,7 @@ impl Experiment {
             Self::Shift => 1_000_000,
             Self::Strings => 1_000_000,
             Self::Lookup | Self::Ycsb | Self::Rw | Self::Hash | Self::Grow => 2_000_000,
+            Self::Wal => 10_000_000,
         }
     }
 
@@ -378,6 +384,7 @@ impl RawOptions {
             keys: self.keys.as_deref().map(parse_keys).transpose()?,
             threads: match &self.threads {
                 Some(list) => parse_list("threads", list, parse_threads)?,
+                None if experiment == Experiment::Wal => vec![2],
                 None => vec![1, 2],
             },
             dataset: self

@@ -18,6 +18,7 @@ use crate::adapters::scry::Scry;
 use crate::adapters::skiplist::Skiplist;
 use crate::adapters::xindex::XIndexAdapter;
 use crate::adapters::xindex_h::XIndexHAdapter;
+use crate::adapters::xindex_wal::XIndexWal;
 use crate::oracle::Oracle;
 
 /// An adapter for byte-string keys of any lifetime.
@@ -39,6 +40,8 @@ pub enum Family {
     Hash,
     /// The lookup oracle: read-only runs only.
     Oracle,
+    /// An index whose writes go through the write-ahead log: the `wal` experiment only.
+    Logged,
 }
 
 /// One index that the runs can measure.
@@ -97,6 +100,18 @@ pub static ENTRIES: &[Entry] = &[
         family: Family::Ordered,
         integer: |_| Box::new(BTreeRwLock::<u64>::new()),
         bytes: Some(|| Box::new(BTreeRwLock::<Vec<u8>>::new())),
+    },
+    Entry {
+        name: "xindex-wal-periodic",
+        family: Family::Logged,
+        integer: |_| Box::new(XIndexWal::periodic()),
+        bytes: None,
+    },
+    Entry {
+        name: "xindex-wal-immediate",
+        family: Family::Logged,
+        integer: |_| Box::new(XIndexWal::immediate()),
+        bytes: None,
     },
     Entry {
         name: "xindex-h",

@@ -9,7 +9,8 @@
 //!
 //! Ordered maps: [`scc_tree`], [`congee`], [`skiplist`], [`concurrent_map`], [`scry`],
 //! [`btree_rwlock`]. Hash maps: [`dashmap`], [`scc_hash`], [`papaya`], [`hashmap_rwlock`].
-//! learnkv's own indexes: [`xindex`] (XIndex-R), [`xindex_h`] (XIndex-H). The byte-string
+//! learnkv's own indexes: [`xindex`] (XIndex-R), [`xindex_h`] (XIndex-H), [`xindex_wal`]
+//! (XIndex-R behind the write-ahead log). The byte-string
 //! peers ([`scc_tree`], [`btree_rwlock`]) and ours implement the adapter for `&[u8]` keys too.
 
 pub mod btree_rwlock;
@@ -24,6 +25,7 @@ pub mod scry;
 pub mod skiplist;
 pub mod xindex;
 pub mod xindex_h;
+pub mod xindex_wal;
 
 use std::borrow::Borrow;
 use std::hint::black_box;

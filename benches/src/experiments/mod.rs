@@ -11,6 +11,7 @@ pub mod lookup;
 pub mod rw;
 pub mod shift;
 pub mod strings;
+pub mod wal;
 pub mod ycsb;
 
 use std::sync::Arc;
@@ -69,6 +70,7 @@ pub fn run(options: &Options) -> Result<Outcome, Error> {
         Experiment::Strings => strings::run(options),
         Experiment::Hash => hash::run(options),
         Experiment::Grow => grow::run(options),
+        Experiment::Wal => wal::run(options),
     }?;
     if outcome.records.is_empty() {
         return Err(Error::usage(format!(

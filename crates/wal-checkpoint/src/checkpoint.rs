@@ -120,7 +120,7 @@ impl CheckpointWriter {
             .and_then(|_| faults::write_all(&mut self.file, &header, plan))
             .and_then(|()| faults::sync(&self.file, plan))
             .map_err(|e| Error::io(&path, e))?;
-        let size = self.file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        let size = self.bytes;
         let target = dir.join(checkpoint_name(t_end));
         fs::rename(&path, &target).map_err(|e| Error::io(&target, e))?;
         faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;

@@ -126,9 +126,9 @@ fn frame(buf: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>)) -> usize {
     fill(buf);
     let len = buf.len() - start - FRAME_HEADER;
     debug_assert!(len <= MAX_PAYLOAD, "callers check sizes before framing");
-    let len_bytes = (len as u32).to_le_bytes();
-    buf[start + 4..start + 8].copy_from_slice(&len_bytes);
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&len_bytes), &buf[start + FRAME_HEADER..]);
+    buf[start + 4..start + 8].copy_from_slice(&(len as u32).to_le_bytes());
+    // The length and the payload are contiguous: one checksum call covers both.
+    let crc = crc32c::crc32c(&buf[start + 4..]);
     buf[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     buf.len() - start
 }
@@ -253,7 +253,7 @@ pub(crate) fn read_frame(bytes: &[u8]) -> Frame<'_> {
         return Frame::Short;
     }
     let payload = &bytes[FRAME_HEADER..FRAME_HEADER + len];
-    if crc32c::crc32c_append(crc32c::crc32c(&bytes[4..8]), payload) != crc {
+    if crc32c::crc32c(&bytes[4..FRAME_HEADER + len]) != crc {
         return Frame::Bad("frame checksum mismatch");
     }
     Frame::Valid(payload, FRAME_HEADER + len)

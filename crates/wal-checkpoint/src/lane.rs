@@ -191,13 +191,13 @@ pub(crate) struct Lane {
 }
 
 impl Lane {
-    /// Hands the buffered bytes to the file: returns them with the file locked, after releasing
-    /// the buffer lock (the caller writes them, then calls [`Lane::recycle`]).
+    /// Hands the buffered bytes to the file, locked by the caller while it held the buffer:
+    /// returns them with the file still locked, after releasing the buffer lock (the caller
+    /// writes them, then calls [`Lane::recycle`]).
     pub fn drain<'a>(
-        &'a self,
         mut buf: MutexGuard<'a, LaneBuf>,
+        mut file: MutexGuard<'a, SegmentFile>,
     ) -> (Vec<u8>, u64, MutexGuard<'a, SegmentFile>) {
-        let mut file = self.file.lock();
         let spare = std::mem::take(&mut file.spare);
         let bytes = std::mem::replace(&mut buf.bytes, spare);
         let last_ts = buf.last_ts;

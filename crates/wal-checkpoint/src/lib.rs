@@ -41,4 +41,4 @@ pub use error::{Error, Result};
 pub use faults::FaultPlan;
 pub use format::BatchOp;
 pub use recovery::{Recovery, RecoveryStats};
-pub use wal::{CheckpointStats, Durability, Options, Wal, WalStats};
+pub use wal::{CheckpointStats, Durability, Options, Wal, WalStats, recover_read_only};

@@ -356,7 +356,13 @@ fn scan_lane(
 }
 
 /// Lists `dir/wal` and `dir`, then recovers (see the module docs).
-pub(crate) fn recover(dir: &Path, wal_dir: &Path, tolerant: bool) -> Result<Recovered> {
+/// With `repair` false, no file is changed (the cuts and deletions are only computed).
+pub(crate) fn recover(
+    dir: &Path,
+    wal_dir: &Path,
+    tolerant: bool,
+    repair: bool,
+) -> Result<Recovered> {
     let started = Instant::now();
     let mut stats = RecoveryStats::default();
     let mut repairs = Repairs::default();
@@ -551,6 +557,9 @@ pub(crate) fn recover(dir: &Path, wal_dir: &Path, tolerant: bool) -> Result<Reco
     }
 
     // Repairs: only now that recovery is known to succeed.
+    if !repair {
+        repairs = Repairs::default();
+    }
     for (path, at) in &repairs.cuts {
         if repairs.deletes.contains(path) {
             continue;
@@ -570,8 +579,10 @@ pub(crate) fn recover(dir: &Path, wal_dir: &Path, tolerant: bool) -> Result<Reco
             Err(e) => return Err(Error::io(path, e)),
         }
     }
-    faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
-    faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    if repair {
+        faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+        faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
     stats.elapsed = started.elapsed();
     Ok(Recovered {
         recovery: Recovery {

@@ -23,10 +23,12 @@ use crate::recovery::{self, Recovery};
 /// When a write's log record is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// No fsync on the write path. Records reach the segment files when a lane's buffer fills,
-    /// at checkpoints, at [`Wal::sync`] and at a clean close (which fsyncs). After a process
-    /// crash (the page cache survives) recovery holds a prefix of the written records; after a
-    /// power loss, only what the last `sync`, checkpoint or close made durable is guaranteed.
+    /// No background rounds and no fsync on the write path. Records reach the segment files
+    /// when a lane's buffer fills, and a group-commit round (heartbeats, write, fsync) runs only
+    /// at [`Wal::sync`], checkpoints and a clean close. After a crash, recovery holds every
+    /// write that returned before the last such round, and a prefix-consistent state: lanes
+    /// without heartbeats hold the safe timestamp back, so later writes may be dropped even if
+    /// their bytes reached a file.
     None,
     /// The committer thread writes and fsyncs every lane each interval (the paper's logger,
     /// 200 ms by default): a write is durable at most about one interval after it returns.
@@ -159,6 +161,15 @@ impl std::fmt::Debug for Wal {
     }
 }
 
+/// Recovers the state of the log in `dir` as [`Wal::open`] would, without changing any file
+/// (torn tails are not cut, no segment is started): for tools, tests and benchmarks. A [`Wal`]
+/// may hold the directory open but must not write meanwhile (call [`Wal::sync`] first and stop
+/// its writers).
+pub fn recover_read_only(dir: impl AsRef<Path>, options: &Options) -> Result<Recovery> {
+    let dir = dir.as_ref();
+    Ok(recovery::recover(dir, &dir.join("wal"), options.tolerate_corruption, false)?.recovery)
+}
+
 std::thread_local! {
     /// This thread's number, assigned on first use; its lane is the number modulo the lanes.
     static THREAD_NO: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -189,7 +200,7 @@ impl Wal {
         }
         let wal_dir = dir.join("wal");
         fs::create_dir_all(&wal_dir).map_err(|e| Error::io(&wal_dir, e))?;
-        let recovered = recovery::recover(&dir, &wal_dir, options.tolerate_corruption)?;
+        let recovered = recovery::recover(&dir, &wal_dir, options.tolerate_corruption, true)?;
         let clock = AtomicU64::new(recovered.clock);
         let tick = || clock.fetch_add(1, Ordering::SeqCst) + 1;
         let count = options.lanes.max(
@@ -393,6 +404,23 @@ impl Drop for Wal {
     }
 }
 
+/// A cheap hash of (table, key) choosing a key-lock stripe (multiply-rotate over 8-byte words,
+/// then a final mix so the low bits depend on every input bit).
+fn stripe_hash(table: u32, key: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut hash = (u64::from(table) ^ (key.len() as u64) << 32).wrapping_mul(K);
+    let mut words = key.chunks_exact(8);
+    for word in &mut words {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(word);
+        hash = (hash.rotate_left(23) ^ u64::from_le_bytes(bytes)).wrapping_mul(K);
+    }
+    let mut last = [0; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    hash = (hash.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    hash ^ hash >> 29
+}
+
 impl Shared {
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::SeqCst) + 1
@@ -406,12 +434,17 @@ impl Shared {
     }
 
     fn lane(&self) -> &Lane {
-        &self.lanes[thread_no() % self.writer_lanes]
+        let no = thread_no();
+        let index = if self.writer_lanes.is_power_of_two() {
+            no & (self.writer_lanes - 1)
+        } else {
+            no % self.writer_lanes
+        };
+        &self.lanes[index]
     }
 
     fn stripe(&self, table: u32, key: &[u8]) -> &Mutex<()> {
-        let hash = crc32c::crc32c_append(crc32c::crc32c(&table.to_le_bytes()), key);
-        &self.stripes[hash as usize & (self.stripes.len() - 1)]
+        &self.stripes[stripe_hash(table, key) as usize & (self.stripes.len() - 1)]
     }
 
     fn write<R>(
@@ -479,10 +512,19 @@ impl Shared {
     }
 
     /// After a record is appended (lane still locked): write a full buffer out, then wait for
-    /// durability as the options say.
+    /// durability as the options say. A writer does not wait for a file the committer holds
+    /// (it may be in an fsync): the buffer grows instead, up to eight times its size.
     fn after_append(&self, lane: &Lane, buf: parking_lot::MutexGuard<'_, LaneBuf>) -> Result<()> {
-        if buf.bytes.len() >= self.options.buffer_bytes {
-            let (bytes, last_ts, mut file) = lane.drain(buf);
+        let len = buf.bytes.len();
+        let file = if len < self.options.buffer_bytes {
+            None
+        } else if len < self.options.buffer_bytes.saturating_mul(8) {
+            lane.file.try_lock()
+        } else {
+            Some(lane.file.lock())
+        };
+        if let Some(file) = file {
+            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
             let written = file.write(&bytes, last_ts, false);
             Lane::recycle(&mut file, bytes);
             drop(file);
@@ -538,7 +580,8 @@ impl Shared {
                 lane::heartbeat(&mut buf, ts);
             }
             buf.dirty = false;
-            let (bytes, last_ts, mut file) = lane.drain(buf);
+            let file = lane.file.lock();
+            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
             let written = file.write(&bytes, last_ts, true);
             Lane::recycle(&mut file, bytes);
             let n = written.map_err(|(path, e)| Error::io(path, e))?;

@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -43,9 +42,9 @@ fn child_options() -> Options {
 /// removes it; every 5th write is a batch that also sets key `t:(KEYS + j % KEYS)` to `j`.
 fn ops(t: u32, j: u64) -> Vec<(u32, Vec<u8>, Option<Vec<u8>>)> {
     let key = vec![(j % u64::from(KEYS)) as u8];
-    let value = (j % 7 != 0).then(|| j.to_le_bytes().to_vec());
+    let value = (!j.is_multiple_of(7)).then(|| j.to_le_bytes().to_vec());
     let mut out = vec![(t, key, value)];
-    if j % 5 == 0 {
+    if j.is_multiple_of(5) {
         out.push((
             t,
             vec![KEYS + (j % u64::from(KEYS)) as u8],
@@ -245,5 +244,4 @@ fn kill_cycles_keep_every_acknowledged_write() {
         started.elapsed().as_secs_f64()
     );
     assert!(done.iter().all(|&m| m > 0), "the children made progress");
-    let _: BTreeMap<u8, u8> = BTreeMap::new();
 }

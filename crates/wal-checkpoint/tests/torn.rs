@@ -211,9 +211,12 @@ fn checkpointed(dir: &Path, opts: &Options) -> Model {
     map
 }
 
+/// A named way to damage a file's bytes.
+type Damage = (String, Box<dyn Fn(&mut Vec<u8>)>);
+
 /// The ways a checkpoint file is damaged in the tests.
-fn damages(len: usize) -> Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> {
-    let mut out: Vec<(String, Box<dyn Fn(&mut Vec<u8>)>)> = Vec::new();
+fn damages(len: usize) -> Vec<Damage> {
+    let mut out: Vec<Damage> = Vec::new();
     for cut in [0, 10, 31, 32, 40, len / 2, len - 24, len - 1] {
         out.push((
             format!("truncated to {cut}"),
