@@ -1,0 +1,199 @@
+//! [`WriteBatch`]: puts and removes across tables, logged as one record so that recovery
+//! replays all of them or none (XIndex's log extended with batches; see the `wal-checkpoint`
+//! crate). Each write still takes effect in the index on its own, in order: concurrent readers
+//! may see a batch half applied.
+
+use wal_checkpoint::BatchOp;
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::key::TableKey;
+use crate::store::{self, AnyStore};
+use crate::table::{HashTable, OrderedTable, check_sizes};
+use crate::value;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A table a [`WriteBatch`] can write to: an [`OrderedTable`] or a [`HashTable`].
+pub trait BatchTable<K: TableKey>: sealed::Sealed {
+    #[doc(hidden)]
+    fn batch_parts(&self) -> (u64, u32, AnyStore);
+}
+
+impl<K: TableKey> sealed::Sealed for OrderedTable<K> {}
+impl<K: TableKey> sealed::Sealed for HashTable<K> {}
+
+impl<K: TableKey> BatchTable<K> for OrderedTable<K> {
+    fn batch_parts(&self) -> (u64, u32, AnyStore) {
+        self.parts()
+    }
+}
+
+impl<K: TableKey> BatchTable<K> for HashTable<K> {
+    fn batch_parts(&self) -> (u64, u32, AnyStore) {
+        self.parts()
+    }
+}
+
+/// One write of a batch.
+struct Write {
+    table: u32,
+    store: AnyStore,
+    key: Vec<u8>,
+    /// `None` for a remove.
+    value: Option<Vec<u8>>,
+}
+
+/// Puts and removes over any tables of one database, applied by [`crate::Db::write`] and
+/// atomic with respect to crashes.
+///
+/// ```
+/// use engine::{Db, WriteBatch};
+/// let db = Db::open_in_memory()?;
+/// let (accounts, audit) = (db.ordered_table::<u64>("accounts")?, db.hash_table::<u64>("audit")?);
+/// let mut batch = WriteBatch::new();
+/// batch.insert(&accounts, &1, b"90")?;
+/// batch.insert(&accounts, &2, b"110")?;
+/// batch.insert(&audit, &1, b"moved 10 from 1 to 2")?;
+/// db.write(batch)?;
+/// assert_eq!(accounts.get(&2), Some(b"110".to_vec()));
+/// # Ok::<(), engine::Error>(())
+/// ```
+#[derive(Default)]
+pub struct WriteBatch {
+    db: Option<u64>,
+    writes: Vec<Write>,
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("writes", &self.writes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a put of `value` at `key` in `table`.
+    pub fn insert<K, Q>(
+        &mut self,
+        table: &impl BatchTable<K>,
+        key: &Q,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()>
+    where
+        K: TableKey,
+        Q: std::borrow::Borrow<K::Query> + ?Sized,
+    {
+        let value = value.as_ref();
+        self.push::<K>(table, key.borrow(), Some(value))
+    }
+
+    /// Adds a removal of `key` from `table`.
+    pub fn remove<K, Q>(&mut self, table: &impl BatchTable<K>, key: &Q) -> Result<()>
+    where
+        K: TableKey,
+        Q: std::borrow::Borrow<K::Query> + ?Sized,
+    {
+        self.push::<K>(table, key.borrow(), None)
+    }
+
+    /// The number of writes in the batch.
+    pub fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// Whether the batch holds no write.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    fn push<K: TableKey>(
+        &mut self,
+        table: &impl BatchTable<K>,
+        key: &K::Query,
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
+        let (db, id, store) = table.batch_parts();
+        if self.db.is_some_and(|own| own != db) {
+            return Err(Error::ForeignTable);
+        }
+        self.db = Some(db);
+        self.writes.push(Write {
+            table: id,
+            store,
+            key: K::encode(key).into_owned(),
+            value: value.map(<[u8]>::to_vec),
+        });
+        Ok(())
+    }
+
+    /// Applies the batch to `db` (through its log, when it has one).
+    pub(crate) fn apply(self, db: &DbInner) -> Result<()> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        if self.db != Some(db.id) {
+            return Err(Error::ForeignTable);
+        }
+        let words: Vec<Option<u64>> = self
+            .writes
+            .iter()
+            .map(|w| w.value.as_deref().map(value::encode))
+            .collect();
+        // `Some(old)` once write `i` took effect in its index.
+        let mut applied: Vec<Option<Option<u64>>> = vec![None; self.writes.len()];
+        let mut apply = |i: usize| {
+            let write = &self.writes[i];
+            applied[i] = Some(match words[i] {
+                Some(word) => write.store.install_encoded(&write.key, word),
+                None => write.store.uninstall_encoded(&write.key),
+            });
+        };
+        let logged = match &db.wal {
+            None => {
+                (0..self.writes.len()).for_each(&mut apply);
+                Ok(())
+            }
+            Some(wal) => {
+                let ops: Vec<BatchOp<'_>> = self
+                    .writes
+                    .iter()
+                    .map(|w| match &w.value {
+                        Some(value) => BatchOp::Put {
+                            table: w.table,
+                            key: &w.key,
+                            value,
+                        },
+                        None => BatchOp::Remove {
+                            table: w.table,
+                            key: &w.key,
+                        },
+                    })
+                    .collect();
+                let mut next = 0;
+                wal.batch(&ops, |_| {
+                    apply(next);
+                    next += 1;
+                })
+                .map(drop)
+            }
+        };
+        for ((write, old), word) in self.writes.iter().zip(applied).zip(words) {
+            match (old, word) {
+                (Some(old), _) => write.store.release(old),
+                (None, Some(word)) => store::discard(word),
+                (None, None) => {}
+            }
+        }
+        Ok(logged?)
+    }
+}

@@ -1,0 +1,387 @@
+//! [`Db`]: a directory (or nothing, in memory) holding named tables, with the log, the
+//! checkpoints, the catalog and the lock that keeps out a second opener.
+//!
+//! Files in the directory: `LOCK` (held with an advisory lock while open), `catalog` (see
+//! [`crate::catalog`]), `wal/` (the log's segments) and `checkpoint-*.ckpt` (see the
+//! `wal-checkpoint` crate). Opening recovers the newest valid checkpoint plus the log up to its
+//! safe timestamp and bulk-loads every table from the result.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::iter::Peekable;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use concurrency::workers::Workers;
+use parking_lot::{Mutex, RwLock};
+use wal_checkpoint::{CheckpointWriter, Recovery, RecoveryStats, Wal};
+
+use crate::batch::WriteBatch;
+use crate::catalog::{self, Catalog, Entry};
+use crate::error::{Error, Result};
+use crate::key::{KeyType, TableKey, TableKind};
+use crate::options::Options;
+use crate::stats::{CheckpointInfo, DbStats, TableStats};
+use crate::store::{self, AnyStore, Store};
+use crate::table::{HashTable, OrderedTable};
+use crate::value;
+
+/// The lock file's name.
+const LOCK_FILE: &str = "LOCK";
+
+/// Tells databases apart, so a batch cannot name another database's table.
+static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An embedded database of named tables over learned indexes.
+///
+/// Every method takes `&self`; share a `Db` between threads with an `Arc` (or share its table
+/// handles, which keep it alive). Dropping the last handle syncs the log and stops the
+/// background threads: a clean shutdown.
+///
+/// ```
+/// use engine::Db;
+/// let db = Db::open_in_memory()?;
+/// let users = db.ordered_table::<u64>("users")?;
+/// users.insert(&7, b"ada")?;
+/// assert_eq!(users.get(&7), Some(b"ada".to_vec()));
+/// # Ok::<(), engine::Error>(())
+/// ```
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+/// The shared state behind a [`Db`] and its table handles.
+pub(crate) struct DbInner {
+    pub(crate) id: u64,
+    dir: Option<PathBuf>,
+    options: Options,
+    catalog: Mutex<Catalog>,
+    tables: Arc<RwLock<Vec<AnyStore>>>,
+    pub(crate) wal: Option<Arc<Wal>>,
+    checkpointer: Mutex<Option<Workers>>,
+    last_checkpoint: Arc<Mutex<Option<CheckpointInfo>>>,
+    recovery: Option<RecoveryStats>,
+    /// Held (locked) for the life of the database; closing the file releases the lock.
+    _lock: Option<File>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .field("tables", &self.inner.tables.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Opens the database in `dir`, creating the directory and an empty database if needed,
+    /// or recovering the existing one (newest valid checkpoint plus the log).
+    ///
+    /// Fails with [`Error::AlreadyOpen`] while another handle has the directory open,
+    /// [`Error::Corrupt`] for damaged or foreign files (see
+    /// [`Options::tolerate_corruption`]), and [`Error::Io`] for a path that cannot be created
+    /// or written.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Self> {
+        options.validate()?;
+        let dir = dir.as_ref().to_owned();
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let lock = lock_dir(&dir)?;
+        let catalog = Catalog::read(&dir)?;
+        let (wal, recovery) = Wal::open(&dir, options.wal())?;
+        let tables = load_tables(&dir, &catalog, &recovery, &options)?;
+        let inner = Arc::new(DbInner {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+            dir: Some(dir),
+            catalog: Mutex::new(catalog),
+            tables: Arc::new(RwLock::new(tables)),
+            wal: Some(Arc::new(wal)),
+            checkpointer: Mutex::new(None),
+            last_checkpoint: Arc::new(Mutex::new(None)),
+            recovery: Some(recovery.stats),
+            _lock: Some(lock),
+            options,
+        });
+        inner.start_checkpointer()?;
+        Ok(Self { inner })
+    }
+
+    /// A database that lives in memory only, with the default options.
+    pub fn open_in_memory() -> Result<Self> {
+        Self::open_in_memory_with(Options::default())
+    }
+
+    /// A database that lives in memory only; the durability and log options are ignored.
+    pub fn open_in_memory_with(options: Options) -> Result<Self> {
+        options.validate()?;
+        Ok(Self {
+            inner: Arc::new(DbInner {
+                id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+                dir: None,
+                catalog: Mutex::new(Catalog::default()),
+                tables: Arc::new(RwLock::new(Vec::new())),
+                wal: None,
+                checkpointer: Mutex::new(None),
+                last_checkpoint: Arc::new(Mutex::new(None)),
+                recovery: None,
+                _lock: None,
+                options,
+            }),
+        })
+    }
+
+    /// The ordered table (XIndex-R) called `name` with keys of type `K` (`u64` or `Vec<u8>`),
+    /// created (and recorded in the catalog) if it does not exist.
+    pub fn ordered_table<K: TableKey>(&self, name: &str) -> Result<OrderedTable<K>> {
+        let (id, store) = self.inner.table::<K>(name, TableKind::Ordered)?;
+        Ok(OrderedTable::new(Arc::clone(&self.inner), id, store))
+    }
+
+    /// The hash table (XIndex-H) called `name` with keys of type `K`, created if needed.
+    pub fn hash_table<K: TableKey>(&self, name: &str) -> Result<HashTable<K>> {
+        let (id, store) = self.inner.table::<K>(name, TableKind::Hash)?;
+        Ok(HashTable::new(Arc::clone(&self.inner), id, store))
+    }
+
+    /// The tables: name, kind and key type, in creation order.
+    pub fn tables(&self) -> Vec<(String, TableKind, KeyType)> {
+        let catalog = self.inner.catalog.lock();
+        catalog
+            .entries()
+            .iter()
+            .map(|e| (e.name.clone(), e.kind, e.key))
+            .collect()
+    }
+
+    /// Applies `batch`: after a crash, recovery holds all of it or none of it. Concurrent
+    /// readers may see it half applied.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        batch.apply(&self.inner)
+    }
+
+    /// Makes every write that returned before this call durable, whatever the durability mode.
+    pub fn flush(&self) -> Result<()> {
+        match &self.inner.wal {
+            Some(wal) => Ok(wal.sync()?),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a checkpoint now (fuzzy: concurrent writes go on) and lets the log drop the
+    /// segments it covers. Does nothing in memory.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.inner.checkpoint()
+    }
+
+    /// Keys, memory, index counters, log bytes and the last checkpoint.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// The database's directory (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.dir.as_deref()
+    }
+}
+
+impl DbInner {
+    /// The store of table `name`, created if needed; refuses another kind or key type.
+    fn table<K: TableKey>(&self, name: &str, kind: TableKind) -> Result<(u32, Arc<Store<K>>)> {
+        catalog::check_name(name)?;
+        let mut catalog = self.catalog.lock();
+        if let Some((id, entry)) = catalog.find(name) {
+            if entry.kind != kind || entry.key != K::TYPE {
+                return Err(Error::TableMismatch {
+                    name: name.to_owned(),
+                    kind,
+                    key: K::TYPE,
+                    found_kind: entry.kind,
+                    found_key: entry.key,
+                });
+            }
+            let store = K::unwrap(&self.tables.read()[id as usize])
+                .expect("the catalog's key type matches the store's")
+                .clone();
+            return Ok((id, store));
+        }
+        let store = Arc::new(Store::<K>::load(kind, Vec::new(), &self.options)?);
+        let mut grown = catalog.clone();
+        let id = grown.add(Entry {
+            name: name.to_owned(),
+            kind,
+            key: K::TYPE,
+        });
+        if let Some(dir) = &self.dir {
+            grown.write(dir)?;
+        }
+        *catalog = grown;
+        self.tables.write().push(K::wrap(Arc::clone(&store)));
+        Ok((id, store))
+    }
+
+    fn start_checkpointer(&self) -> Result<()> {
+        let (Some(wal), Some(interval)) = (&self.wal, self.options.checkpoint_interval) else {
+            return Ok(());
+        };
+        let wal = Arc::clone(wal);
+        let tables = Arc::clone(&self.tables);
+        let last = Arc::clone(&self.last_checkpoint);
+        let dir = self.dir.clone().unwrap_or_default();
+        let workers = Workers::start("learnkv-checkpoint", 1, interval, move || {
+            // A failed background checkpoint leaves the previous one in place; the next
+            // period retries, and a failed log fails the writers themselves.
+            let _ = checkpoint(&wal, &tables, &last);
+        })
+        .map_err(|e| Error::io(dir, e))?;
+        *self.checkpointer.lock() = Some(workers);
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<()> {
+        match &self.wal {
+            Some(wal) => checkpoint(wal, &self.tables, &self.last_checkpoint),
+            None => Ok(()),
+        }
+    }
+
+    fn stats(&self) -> DbStats {
+        let catalog = self.catalog.lock().clone();
+        let stores = self.tables.read().clone();
+        let mut tables = Vec::with_capacity(stores.len());
+        for (entry, store) in catalog.entries().iter().zip(&stores) {
+            let (keys, index, value_bytes) = store.stats();
+            tables.push(TableStats {
+                name: entry.name.clone(),
+                kind: entry.kind,
+                key_type: entry.key,
+                keys,
+                value_bytes,
+                index,
+            });
+        }
+        let wal = self.wal.as_ref().map(|wal| wal.stats()).unwrap_or_default();
+        DbStats {
+            keys: tables.iter().map(|t| t.keys).sum(),
+            memory_bytes: tables.iter().map(|t| t.index.bytes() + t.value_bytes).sum(),
+            tables,
+            log_bytes: wal.bytes_written,
+            log_rounds: wal.rounds,
+            checkpoints: wal.checkpoints,
+            last_checkpoint: self.last_checkpoint.lock().clone(),
+            recovery: self.recovery.clone(),
+        }
+    }
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        drop(self.checkpointer.lock().take());
+        if let Some(wal) = self.wal.take() {
+            // The checkpointer, the only other owner, has been joined.
+            if let Ok(wal) = Arc::try_unwrap(wal) {
+                // Nobody is left to tell: a failed final sync loses only what `Periodic` or
+                // `None` durability allowed to lose, and the next open recovers the rest.
+                let _ = wal.close();
+            }
+        }
+    }
+}
+
+/// Takes the directory's advisory lock.
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::AlreadyOpen {
+            path: dir.to_owned(),
+        }),
+        Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
+    }
+}
+
+/// Writes one checkpoint of every table.
+fn checkpoint(
+    wal: &Wal,
+    tables: &RwLock<Vec<AnyStore>>,
+    last: &Mutex<Option<CheckpointInfo>>,
+) -> Result<()> {
+    let stores = tables.read().clone();
+    let written = wal.checkpoint(|writer: &mut CheckpointWriter| {
+        for (id, store) in stores.iter().enumerate() {
+            store.for_each_encoded(|key, value| writer.put(id as u32, key, value))?;
+        }
+        Ok(())
+    })?;
+    *last.lock() = Some(CheckpointInfo {
+        finished: SystemTime::now(),
+        entries: written.entries,
+        bytes: written.bytes,
+        elapsed: written.elapsed,
+        segments_deleted: written.segments_deleted,
+    });
+    Ok(())
+}
+
+/// Builds every table of `catalog` from the recovered pairs.
+fn load_tables(
+    dir: &Path,
+    catalog: &Catalog,
+    recovery: &Recovery,
+    options: &Options,
+) -> Result<Vec<AnyStore>> {
+    let mut pairs = recovery.iter().peekable();
+    let mut tables = Vec::with_capacity(catalog.entries().len());
+    for (id, entry) in catalog.entries().iter().enumerate() {
+        let store = match entry.key {
+            KeyType::U64 => load_table::<u64>(dir, id as u32, entry.kind, &mut pairs, options)?,
+            KeyType::Bytes => {
+                load_table::<Vec<u8>>(dir, id as u32, entry.kind, &mut pairs, options)?
+            }
+        };
+        tables.push(store);
+    }
+    if let Some((table, _, _)) = pairs.next() {
+        return Err(Error::corrupt(
+            dir.join(catalog::FILE),
+            0,
+            format!("the log holds table {table}, which the catalog lacks"),
+        ));
+    }
+    Ok(tables)
+}
+
+/// Builds table `id` from the recovered pairs of that table at the front of `pairs`.
+fn load_table<'a, K: TableKey>(
+    dir: &Path,
+    id: u32,
+    kind: TableKind,
+    pairs: &mut Peekable<impl Iterator<Item = (u32, &'a [u8], &'a [u8])>>,
+    options: &Options,
+) -> Result<AnyStore> {
+    let mut loaded: Vec<(K, u64)> = Vec::new();
+    while let Some((_, key, value)) = pairs.next_if(|(table, _, _)| *table == id) {
+        let Some(key) = K::decode(key) else {
+            for (_, word) in loaded {
+                store::discard(word);
+            }
+            return Err(Error::corrupt(
+                dir.join("wal"),
+                0,
+                format!(
+                    "table {id} holds a key of {} bytes, not a {} key",
+                    key.len(),
+                    K::TYPE
+                ),
+            ));
+        };
+        loaded.push((key, value::encode(value)));
+    }
+    Ok(K::wrap(Arc::new(Store::load(kind, loaded, options)?)))
+}

@@ -1,0 +1,303 @@
+//! A table's index together with the values its words name: the one place, besides
+//! [`crate::value`], that turns index words into value bytes. Every read of a word happens
+//! under an epoch guard pinned before the word was loaded, and every word a write gets back
+//! from the index is retired through that guard (see the ownership rules in `value`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crossbeam_epoch as epoch;
+use hash_index::{HashIndex, XIndexH};
+use range_index::OrderedIndex;
+use range_index::xindex::{IndexKey, XIndex};
+
+use crate::error::{Error, Result};
+use crate::key::{TableKey, TableKind};
+use crate::options::Options;
+use crate::stats::IndexStats;
+use crate::value;
+
+/// The index of one table.
+enum Index<K: TableKey> {
+    Ordered(XIndex<K>),
+    Hash(XIndexH<K>),
+}
+
+/// A table's index and the heap bytes of its out-of-line values.
+#[doc(hidden)]
+pub struct Store<K: TableKey> {
+    index: Index<K>,
+    /// Heap bytes of the out-of-line values the index holds.
+    heap_bytes: AtomicI64,
+}
+
+/// A [`Store`] of either key type.
+#[doc(hidden)]
+#[derive(Clone)]
+pub enum AnyStore {
+    /// A table with `u64` keys.
+    U64(Arc<Store<u64>>),
+    /// A table with byte-string keys.
+    Bytes(Arc<Store<Vec<u8>>>),
+}
+
+impl<K: TableKey> Store<K> {
+    /// A table of `kind` holding `pairs` (strictly increasing keys; the store takes the words).
+    pub(crate) fn load(kind: TableKind, pairs: Vec<(K, u64)>, options: &Options) -> Result<Self> {
+        // SAFETY: the words are owned by `pairs`, which nothing else can read.
+        let heap: usize = pairs
+            .iter()
+            .map(|(_, w)| unsafe { value::heap_len(*w) })
+            .sum();
+        let built = match kind {
+            TableKind::Ordered if pairs.is_empty() => XIndex::new(options.ordered.clone())
+                .map(Index::Ordered)
+                .map_err(Error::from),
+            TableKind::Ordered => XIndex::bulk_load(&pairs, options.ordered.clone())
+                .map(Index::Ordered)
+                .map_err(Error::from),
+            TableKind::Hash if pairs.is_empty() => XIndexH::new(options.hash.clone())
+                .map(Index::Hash)
+                .map_err(Error::from),
+            TableKind::Hash => XIndexH::bulk_load(&pairs, options.hash.clone())
+                .map(Index::Hash)
+                .map_err(Error::from),
+        };
+        match built {
+            Ok(index) => Ok(Self {
+                index,
+                heap_bytes: AtomicI64::new(heap as i64),
+            }),
+            Err(error) => {
+                for (_, word) in pairs {
+                    // SAFETY: the index was not built, so `pairs` still owns every word.
+                    unsafe { value::free(word) };
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The value at `key`.
+    pub(crate) fn get(&self, key: &K::Query) -> Option<Vec<u8>> {
+        let _guard = epoch::pin();
+        let word = self.word(key)?;
+        // SAFETY: loaded from the index while `_guard` is pinned.
+        Some(unsafe { value::read(word) })
+    }
+
+    /// Whether `key` is present.
+    pub(crate) fn contains(&self, key: &K::Query) -> bool {
+        self.word(key).is_some()
+    }
+
+    fn word(&self, key: &K::Query) -> Option<u64> {
+        match &self.index {
+            Index::Ordered(index) => index.get(key),
+            Index::Hash(index) => index.get(key),
+        }
+    }
+
+    /// The number of keys.
+    pub(crate) fn len(&self) -> usize {
+        match &self.index {
+            Index::Ordered(index) => index.len(),
+            Index::Hash(index) => index.len(),
+        }
+    }
+
+    /// Puts `word` (from [`value::encode`]; the store takes it) at `key`; the previous word,
+    /// which the caller now owns and passes to [`Store::release`].
+    pub(crate) fn install(&self, key: K, word: u64) -> Option<u64> {
+        // SAFETY: the caller owns `word` until the insert below.
+        let heap = unsafe { value::heap_len(word) } as i64;
+        self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
+        match &self.index {
+            Index::Ordered(index) => index.insert(key, word),
+            Index::Hash(index) => index.insert(key, word),
+        }
+    }
+
+    /// Removes `key`; the removed word, which the caller now owns and passes to
+    /// [`Store::release`].
+    pub(crate) fn uninstall(&self, key: &K::Query) -> Option<u64> {
+        match &self.index {
+            Index::Ordered(index) => index.remove(key),
+            Index::Hash(index) => index.remove(key),
+        }
+    }
+
+    /// Retires a word that [`Store::install`] or [`Store::uninstall`] returned, returning its
+    /// value when `want` is set.
+    pub(crate) fn release(&self, old: Option<u64>, want: bool) -> Option<Vec<u8>> {
+        let word = old?;
+        let guard = epoch::pin();
+        // SAFETY: the index gave the word back, so the caller owned it and passes it once.
+        unsafe {
+            self.heap_bytes
+                .fetch_sub(value::heap_len(word) as i64, Ordering::Relaxed);
+            let value = want.then(|| value::read(word));
+            value::retire(word, &guard);
+            value
+        }
+    }
+
+    /// Up to `n` pairs from `start` on, in key order (ordered tables; empty for hash tables).
+    pub(crate) fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, Vec<u8>)> {
+        let Index::Ordered(index) = &self.index else {
+            return Vec::new();
+        };
+        let _guard = epoch::pin();
+        let pairs = index.scan(start, n);
+        pairs
+            .into_iter()
+            // SAFETY: every word was loaded by the scan while `_guard` was pinned.
+            .map(|(key, word)| (key, unsafe { value::read(word) }))
+            .collect()
+    }
+
+    /// Calls `visit` with every pair: in key order for an ordered table, in chunks each read
+    /// under its own pin; in index order for a hash table, under one pin.
+    pub(crate) fn for_each<E>(
+        &self,
+        mut visit: impl FnMut(&K, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        const CHUNK: usize = 1024;
+        match &self.index {
+            Index::Ordered(_) => {
+                let mut next = Some(<K as IndexKey>::min_key());
+                while let Some(start) = next.take() {
+                    let chunk = self.scan(start.borrow(), CHUNK);
+                    if chunk.len() == CHUNK {
+                        next = chunk.last().and_then(|(key, _)| K::successor(key));
+                    }
+                    for (key, value) in &chunk {
+                        visit(key, value)?;
+                    }
+                }
+                Ok(())
+            }
+            Index::Hash(_) => {
+                for (key, value) in self.hash_pairs() {
+                    visit(&key, &value)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Every pair of a hash table, read lazily under one pin (nothing for an ordered table).
+    pub(crate) fn hash_pairs(&self) -> HashPairs<'_, K> {
+        HashPairs {
+            guard: epoch::pin(),
+            pairs: match &self.index {
+                Index::Hash(index) => Some(index.iter()),
+                Index::Ordered(_) => None,
+            },
+        }
+    }
+
+    /// The index's statistics and the values' heap bytes.
+    pub(crate) fn stats(&self) -> (IndexStats, usize) {
+        let index = match &self.index {
+            Index::Ordered(index) => IndexStats::Ordered(index.stats()),
+            Index::Hash(index) => IndexStats::Hash(index.stats()),
+        };
+        let heap = self.heap_bytes.load(Ordering::Relaxed).max(0) as usize;
+        (index, heap)
+    }
+}
+
+impl<K: TableKey> Drop for Store<K> {
+    fn drop(&mut self) {
+        let words: Vec<u64> = match &self.index {
+            Index::Ordered(index) => index.range(..).map(|(_, word)| word).collect(),
+            Index::Hash(index) => index.iter().map(|(_, word)| word).collect(),
+        };
+        for word in words {
+            // SAFETY: the store is being dropped, so no reader or writer can reach its index,
+            // and each word sits in exactly one slot.
+            unsafe { value::free(word) };
+        }
+    }
+}
+
+/// The pairs of a hash table with their values, read under the pin the iterator holds.
+pub(crate) struct HashPairs<'a, K: TableKey> {
+    guard: epoch::Guard,
+    pairs: Option<hash_index::Iter<'a, K>>,
+}
+
+impl<K: TableKey> Iterator for HashPairs<'_, K> {
+    type Item = (K, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, word) = self.pairs.as_mut()?.next()?;
+        let _pinned = &self.guard;
+        // SAFETY: the iterator loaded the word while `self.guard`, pinned before the iterator
+        // was created, stays pinned.
+        Some((key, unsafe { value::read(word) }))
+    }
+}
+
+impl AnyStore {
+    /// [`Store::install`] with a key encoded by [`TableKey::encode`] for this store's type.
+    pub(crate) fn install_encoded(&self, key: &[u8], word: u64) -> Option<u64> {
+        match self {
+            AnyStore::U64(store) => store.install(decode_u64(key), word),
+            AnyStore::Bytes(store) => store.install(key.to_vec(), word),
+        }
+    }
+
+    /// [`Store::uninstall`] with a key encoded for this store's type.
+    pub(crate) fn uninstall_encoded(&self, key: &[u8]) -> Option<u64> {
+        match self {
+            AnyStore::U64(store) => store.uninstall(&decode_u64(key)),
+            AnyStore::Bytes(store) => store.uninstall(key),
+        }
+    }
+
+    /// [`Store::release`] without reading the value.
+    pub(crate) fn release(&self, old: Option<u64>) {
+        match self {
+            AnyStore::U64(store) => store.release(old, false),
+            AnyStore::Bytes(store) => store.release(old, false),
+        };
+    }
+
+    /// Keys and statistics.
+    pub(crate) fn stats(&self) -> (usize, IndexStats, usize) {
+        match self {
+            AnyStore::U64(store) => {
+                let (index, heap) = store.stats();
+                (store.len(), index, heap)
+            }
+            AnyStore::Bytes(store) => {
+                let (index, heap) = store.stats();
+                (store.len(), index, heap)
+            }
+        }
+    }
+
+    /// Every pair with its key in the log encoding (see [`Store::for_each`]).
+    pub(crate) fn for_each_encoded<E>(
+        &self,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            AnyStore::U64(store) => store.for_each(|key, value| visit(&key.to_be_bytes(), value)),
+            AnyStore::Bytes(store) => store.for_each(|key, value| visit(key, value)),
+        }
+    }
+}
+
+/// Decodes a `u64` key the engine encoded itself.
+fn decode_u64(key: &[u8]) -> u64 {
+    u64::decode(key).expect("the engine encodes u64 keys as 8 bytes")
+}
+
+/// Frees a word from [`value::encode`] that no index ever held.
+pub(crate) fn discard(word: u64) {
+    // SAFETY: the caller owns the word and no index ever held it.
+    unsafe { value::free(word) };
+}

@@ -1,0 +1,331 @@
+//! Table handles: [`OrderedTable`] (XIndex-R, with ranges) and [`HashTable`] (XIndex-H).
+//!
+//! A handle is cheap to clone, `Send + Sync`, and keeps its database open. Writes go through
+//! the log when the database has one: the index write runs under the log's key lock right
+//! after the record's timestamp is taken, so replay order is commit order per key.
+
+use std::borrow::Borrow;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use range_index::xindex::IndexKey;
+
+use crate::key::{MAX_KEY_LEN, TableKey};
+use crate::store::{self, HashPairs, Store};
+use crate::value;
+
+/// The largest value a table accepts, in bytes (64 MiB).
+pub const MAX_VALUE_LEN: usize = 64 << 20;
+
+/// How many pairs a range iterator fetches first; each later fetch doubles, up to
+/// [`RANGE_CHUNK_MAX`], so short ranges copy few values and long ones few chunks.
+const RANGE_CHUNK_MIN: usize = 16;
+const RANGE_CHUNK_MAX: usize = 1024;
+
+/// Checks the sizes of a key and a value against the limits.
+pub(crate) fn check_sizes(key_len: usize, value_len: usize) -> Result<()> {
+    if key_len > MAX_KEY_LEN {
+        return Err(Error::KeyTooLarge {
+            len: key_len,
+            max: MAX_KEY_LEN,
+        });
+    }
+    if value_len > MAX_VALUE_LEN {
+        return Err(Error::ValueTooLarge {
+            len: value_len,
+            max: MAX_VALUE_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// The handle both table kinds share.
+struct Handle<K: TableKey> {
+    db: Arc<DbInner>,
+    id: u32,
+    store: Arc<Store<K>>,
+}
+
+impl<K: TableKey> Clone for Handle<K> {
+    fn clone(&self) -> Self {
+        Self {
+            db: Arc::clone(&self.db),
+            id: self.id,
+            store: Arc::clone(&self.store),
+        }
+    }
+}
+
+impl<K: TableKey> Handle<K> {
+    fn insert(&self, key: &K::Query, value: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_sizes(K::encoded_len(key), value.len())?;
+        let word = value::encode(value);
+        let owned = K::owned(key);
+        let Some(wal) = &self.db.wal else {
+            let old = self.store.install(owned, word);
+            return Ok(self.store.release(old, true));
+        };
+        let mut installed = None;
+        let logged = wal.put(self.id, &K::encode(key), value, || {
+            installed = Some(self.store.install(owned, word));
+        });
+        let old = match installed {
+            Some(old) => self.store.release(old, true),
+            None => {
+                store::discard(word);
+                None
+            }
+        };
+        logged?;
+        Ok(old)
+    }
+
+    fn remove(&self, key: &K::Query) -> Result<Option<Vec<u8>>> {
+        check_sizes(K::encoded_len(key), 0)?;
+        let Some(wal) = &self.db.wal else {
+            let old = self.store.uninstall(key);
+            return Ok(self.store.release(old, true));
+        };
+        let mut removed = None;
+        let logged = wal.remove(self.id, &K::encode(key), || {
+            removed = self.store.uninstall(key);
+        });
+        let old = self.store.release(removed, true);
+        logged?;
+        Ok(old)
+    }
+}
+
+macro_rules! point_operations {
+    () => {
+        /// The value at `key`.
+        pub fn get<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> Option<Vec<u8>> {
+            self.handle.store.get(key.borrow())
+        }
+
+        /// Whether `key` is present.
+        pub fn contains_key<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> bool {
+            self.handle.store.contains(key.borrow())
+        }
+
+        /// Inserts or replaces the value at `key`; the previous value. Durable as the
+        /// database's [`crate::Durability`] says when it returns `Ok`.
+        ///
+        /// Errors: [`Error::KeyTooLarge`], [`Error::ValueTooLarge`], and log failures (the
+        /// write is then visible in memory but may not survive a crash).
+        pub fn insert<Q: Borrow<K::Query> + ?Sized>(
+            &self,
+            key: &Q,
+            value: impl AsRef<[u8]>,
+        ) -> Result<Option<Vec<u8>>> {
+            self.handle.insert(key.borrow(), value.as_ref())
+        }
+
+        /// Removes `key`; its value, if it was present.
+        pub fn remove<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> Result<Option<Vec<u8>>> {
+            self.handle.remove(key.borrow())
+        }
+
+        /// The number of keys (exact when no write runs concurrently).
+        pub fn len(&self) -> usize {
+            self.handle.store.len()
+        }
+
+        /// Whether the table holds no key.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// The table's id in its database (used by [`crate::WriteBatch`]).
+        pub(crate) fn parts(&self) -> (u64, u32, crate::store::AnyStore) {
+            let handle = &self.handle;
+            (handle.db.id, handle.id, K::wrap(Arc::clone(&handle.store)))
+        }
+    };
+}
+
+/// A table ordered by key, over XIndex-R. Keys are `u64` or `Vec<u8>` (queried as `[u8]`).
+///
+/// ```
+/// use engine::Db;
+/// let db = Db::open_in_memory()?;
+/// let words = db.ordered_table::<Vec<u8>>("words")?;
+/// for w in ["pear", "apple", "fig"] {
+///     words.insert(w.as_bytes(), w.len().to_le_bytes())?;
+/// }
+/// let keys: Vec<Vec<u8>> = words.range(&b"b"[..]..).map(|(k, _)| k).collect();
+/// assert_eq!(keys, [b"fig".to_vec(), b"pear".to_vec()]);
+/// # Ok::<(), engine::Error>(())
+/// ```
+pub struct OrderedTable<K: TableKey> {
+    handle: Handle<K>,
+}
+
+impl<K: TableKey> Clone for OrderedTable<K> {
+    fn clone(&self) -> Self {
+        Self {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<K: TableKey> std::fmt::Debug for OrderedTable<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderedTable")
+            .field("id", &self.handle.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: TableKey> OrderedTable<K> {
+    pub(crate) fn new(db: Arc<DbInner>, id: u32, store: Arc<Store<K>>) -> Self {
+        Self {
+            handle: Handle { db, id, store },
+        }
+    }
+
+    point_operations!();
+
+    /// The pairs whose keys lie in `range`, ascending. The iterator reads the table in chunks
+    /// as it goes: each pair is read consistently, but the whole is not a snapshot.
+    pub fn range<Q, R>(&self, range: R) -> Range<'_, K>
+    where
+        Q: Borrow<K::Query> + ?Sized,
+        R: RangeBounds<Q>,
+    {
+        let next = match range.start_bound() {
+            Bound::Included(start) => Some(K::owned(start.borrow())),
+            Bound::Excluded(start) => K::successor(&K::owned(start.borrow())),
+            Bound::Unbounded => Some(<K as IndexKey>::min_key()),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(end) => Bound::Included(K::owned(end.borrow())),
+            Bound::Excluded(end) => Bound::Excluded(K::owned(end.borrow())),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Range {
+            store: &self.handle.store,
+            next,
+            end,
+            chunk: Vec::new().into_iter(),
+            chunk_len: RANGE_CHUNK_MIN,
+        }
+    }
+
+    /// Up to `n` pairs with keys at or above `start`, ascending.
+    pub fn scan<Q: Borrow<K::Query> + ?Sized>(&self, start: &Q, n: usize) -> Vec<(K, Vec<u8>)> {
+        self.handle.store.scan(start.borrow(), n)
+    }
+
+    /// Every pair, ascending.
+    pub fn iter(&self) -> Range<'_, K> {
+        self.range::<K::Query, _>(..)
+    }
+}
+
+/// The iterator of [`OrderedTable::range`].
+pub struct Range<'a, K: TableKey> {
+    store: &'a Store<K>,
+    /// Where the next chunk starts; `None` once the end is reached.
+    next: Option<K>,
+    end: Bound<K>,
+    chunk: std::vec::IntoIter<(K, Vec<u8>)>,
+    /// The size of the next fetch.
+    chunk_len: usize,
+}
+
+impl<K: TableKey> Iterator for Range<'_, K> {
+    type Item = (K, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((key, value)) = self.chunk.next() {
+                let inside = match &self.end {
+                    Bound::Included(end) => key <= *end,
+                    Bound::Excluded(end) => key < *end,
+                    Bound::Unbounded => true,
+                };
+                if !inside {
+                    self.next = None;
+                    self.chunk = Vec::new().into_iter();
+                    return None;
+                }
+                return Some((key, value));
+            }
+            let start = self.next.take()?;
+            let chunk = self.store.scan(start.borrow(), self.chunk_len);
+            if chunk.len() == self.chunk_len {
+                self.next = chunk.last().and_then(|(key, _)| K::successor(key));
+            }
+            self.chunk_len = (self.chunk_len * 2).min(RANGE_CHUNK_MAX);
+            if chunk.is_empty() {
+                return None;
+            }
+            self.chunk = chunk.into_iter();
+        }
+    }
+}
+
+/// A hash table over XIndex-H: point operations and unordered iteration.
+///
+/// ```
+/// use engine::Db;
+/// let db = Db::open_in_memory()?;
+/// let sessions = db.hash_table::<u64>("sessions")?;
+/// sessions.insert(&42, b"token")?;
+/// assert!(sessions.contains_key(&42));
+/// assert_eq!(sessions.remove(&42)?, Some(b"token".to_vec()));
+/// # Ok::<(), engine::Error>(())
+/// ```
+pub struct HashTable<K: TableKey> {
+    handle: Handle<K>,
+}
+
+impl<K: TableKey> Clone for HashTable<K> {
+    fn clone(&self) -> Self {
+        Self {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<K: TableKey> std::fmt::Debug for HashTable<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashTable")
+            .field("id", &self.handle.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: TableKey> HashTable<K> {
+    pub(crate) fn new(db: Arc<DbInner>, id: u32, store: Arc<Store<K>>) -> Self {
+        Self {
+            handle: Handle { db, id, store },
+        }
+    }
+
+    point_operations!();
+
+    /// Every pair, in no particular order. Not a snapshot; values replaced while the iterator
+    /// lives stay in memory until it is dropped, so do not keep one for long.
+    pub fn iter(&self) -> HashIter<'_, K> {
+        HashIter {
+            pairs: self.handle.store.hash_pairs(),
+        }
+    }
+}
+
+/// The iterator of [`HashTable::iter`].
+pub struct HashIter<'a, K: TableKey> {
+    pairs: HashPairs<'a, K>,
+}
+
+impl<K: TableKey> Iterator for HashIter<'_, K> {
+    type Item = (K, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.pairs.next()
+    }
+}

@@ -1,0 +1,249 @@
+//! Model-based tests of the engine: random writes, batches, checkpoints and reopens over four
+//! tables (ordered and hash, `u64` and byte-string keys), checked against `BTreeMap`s.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{TempDir, value};
+use engine::{Db, Durability, HashTable, Options, OrderedTable, WriteBatch};
+use proptest::prelude::*;
+
+/// The four tables under test, opened by name.
+struct Tables {
+    ordered_u64: OrderedTable<u64>,
+    ordered_bytes: OrderedTable<Vec<u8>>,
+    hash_u64: HashTable<u64>,
+    hash_bytes: HashTable<Vec<u8>>,
+}
+
+impl Tables {
+    fn open(db: &Db) -> Self {
+        Self {
+            ordered_u64: db.ordered_table("ordered_u64").unwrap(),
+            ordered_bytes: db.ordered_table("ordered_bytes").unwrap(),
+            hash_u64: db.hash_table("hash_u64").unwrap(),
+            hash_bytes: db.hash_table("hash_bytes").unwrap(),
+        }
+    }
+
+    fn insert(&self, table: usize, key: u64, value: &[u8]) -> Option<Vec<u8>> {
+        match table {
+            0 => self.ordered_u64.insert(&key, value),
+            1 => self.ordered_bytes.insert(&bytes_key(key), value),
+            2 => self.hash_u64.insert(&key, value),
+            _ => self.hash_bytes.insert(&bytes_key(key), value),
+        }
+        .unwrap()
+    }
+
+    fn remove(&self, table: usize, key: u64) -> Option<Vec<u8>> {
+        match table {
+            0 => self.ordered_u64.remove(&key),
+            1 => self.ordered_bytes.remove(&bytes_key(key)),
+            2 => self.hash_u64.remove(&key),
+            _ => self.hash_bytes.remove(&bytes_key(key)),
+        }
+        .unwrap()
+    }
+
+    fn get(&self, table: usize, key: u64) -> Option<Vec<u8>> {
+        match table {
+            0 => self.ordered_u64.get(&key),
+            1 => self.ordered_bytes.get(&bytes_key(key)),
+            2 => self.hash_u64.get(&key),
+            _ => self.hash_bytes.get(&bytes_key(key)),
+        }
+    }
+
+    fn add_to_batch(&self, batch: &mut WriteBatch, table: usize, key: u64, value: Option<&[u8]>) {
+        match (table, value) {
+            (0, Some(v)) => batch.insert(&self.ordered_u64, &key, v),
+            (0, None) => batch.remove(&self.ordered_u64, &key),
+            (1, Some(v)) => batch.insert(&self.ordered_bytes, &bytes_key(key), v),
+            (1, None) => batch.remove(&self.ordered_bytes, &bytes_key(key)),
+            (2, Some(v)) => batch.insert(&self.hash_u64, &key, v),
+            (2, None) => batch.remove(&self.hash_u64, &key),
+            (_, Some(v)) => batch.insert(&self.hash_bytes, &bytes_key(key), v),
+            (_, None) => batch.remove(&self.hash_bytes, &bytes_key(key)),
+        }
+        .unwrap()
+    }
+
+    /// Every pair of `table`, keys in the model's encoding, sorted.
+    fn contents(&self, table: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = match table {
+            0 => self
+                .ordered_u64
+                .iter()
+                .map(|(k, v)| (model_key(0, k), v))
+                .collect(),
+            1 => self.ordered_bytes.iter().collect(),
+            2 => self
+                .hash_u64
+                .iter()
+                .map(|(k, v)| (model_key(2, k), v))
+                .collect(),
+            _ => self.hash_bytes.iter().collect(),
+        };
+        if table >= 2 {
+            pairs.sort();
+        } else {
+            assert!(
+                pairs.is_sorted(),
+                "ordered table {table} iterates in key order"
+            );
+        }
+        pairs
+    }
+
+    fn len(&self, table: usize) -> usize {
+        match table {
+            0 => self.ordered_u64.len(),
+            1 => self.ordered_bytes.len(),
+            2 => self.hash_u64.len(),
+            _ => self.hash_bytes.len(),
+        }
+    }
+}
+
+/// Byte-string keys are decimal strings, so their order differs from the numbers'.
+fn bytes_key(key: u64) -> Vec<u8> {
+    key.to_string().into_bytes()
+}
+
+/// The model's key for `key` in `table`: big-endian bytes for `u64` tables (which sort like
+/// the numbers), the decimal string for byte-string tables.
+fn model_key(table: usize, key: u64) -> Vec<u8> {
+    if table.is_multiple_of(2) {
+        key.to_be_bytes().to_vec()
+    } else {
+        bytes_key(key)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert { table: usize, key: u64, len: usize },
+    Remove { table: usize, key: u64 },
+    Batch(Vec<(usize, u64, Option<usize>)>),
+    Checkpoint,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let table = 0usize..4;
+    let key = 0u64..150;
+    let len = prop_oneof![0usize..=9, 10usize..300];
+    prop_oneof![
+        10 => (table.clone(), key.clone(), len.clone()).prop_map(|(table, key, len)| Op::Insert { table, key, len }),
+        4 => (table.clone(), key.clone()).prop_map(|(table, key)| Op::Remove { table, key }),
+        2 => prop::collection::vec((table, key, prop::option::of(len)), 1..12).prop_map(Op::Batch),
+        1 => Just(Op::Checkpoint),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn options() -> Options {
+    Options::new()
+        .durability(Durability::Periodic(Duration::from_millis(5)))
+        .checkpoint_interval(None)
+        .log_lanes(2)
+}
+
+fn check_all(tables: &Tables, model: &[BTreeMap<Vec<u8>, Vec<u8>>; 4]) {
+    for (t, map) in model.iter().enumerate() {
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(tables.contents(t), expected, "table {t}");
+        assert_eq!(tables.len(t), map.len(), "len of table {t}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_a_model_across_checkpoints_and_reopens(ops in prop::collection::vec(op(), 1..120)) {
+        let dir = TempDir::new("model");
+        let mut db = Db::open(dir.path(), options()).unwrap();
+        let mut tables = Tables::open(&db);
+        let mut model: [BTreeMap<Vec<u8>, Vec<u8>>; 4] = Default::default();
+        for (step, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Insert { table, key, len } => {
+                    let v = value(step as u64, len);
+                    let old = tables.insert(table, key, &v);
+                    prop_assert_eq!(old, model[table].insert(model_key(table, key), v));
+                }
+                Op::Remove { table, key } => {
+                    prop_assert_eq!(tables.remove(table, key), model[table].remove(&model_key(table, key)));
+                }
+                Op::Batch(writes) => {
+                    let mut batch = WriteBatch::new();
+                    for (i, &(table, key, len)) in writes.iter().enumerate() {
+                        let v = len.map(|len| value(step as u64 * 100 + i as u64, len));
+                        tables.add_to_batch(&mut batch, table, key, v.as_deref());
+                        match v {
+                            Some(v) => model[table].insert(model_key(table, key), v),
+                            None => model[table].remove(&model_key(table, key)),
+                        };
+                    }
+                    db.write(batch).unwrap();
+                }
+                Op::Checkpoint => db.checkpoint().unwrap(),
+                Op::Reopen => {
+                    drop(tables);
+                    drop(db);
+                    db = Db::open(dir.path(), options()).unwrap();
+                    tables = Tables::open(&db);
+                    check_all(&tables, &model);
+                }
+            }
+            for key in [0, 7, 77, 149] {
+                for (t, map) in model.iter().enumerate() {
+                    prop_assert_eq!(tables.get(t, key), map.get(&model_key(t, key)).cloned());
+                }
+            }
+        }
+        check_all(&tables, &model);
+        drop(tables);
+        drop(db);
+        let db = Db::open(dir.path(), options()).unwrap();
+        check_all(&Tables::open(&db), &model);
+    }
+
+    #[test]
+    fn ordered_ranges_match_the_model(
+        keys in prop::collection::btree_set(0u64..2_000, 0..600),
+        bounds in prop::collection::vec((0u64..2_100, 0u64..2_100, 0u8..3, 0u8..3), 1..20),
+    ) {
+        use std::ops::Bound::{self, Excluded, Included, Unbounded};
+        let db = Db::open_in_memory().unwrap();
+        let table = db.ordered_table::<u64>("t").unwrap();
+        for &k in &keys {
+            table.insert(&k, k.to_le_bytes()).unwrap();
+        }
+        let bound = |kind: u8, key: u64| -> Bound<u64> {
+            match kind { 0 => Included(key), 1 => Excluded(key), _ => Unbounded }
+        };
+        for (a, b, ka, kb) in bounds {
+            let range = (bound(ka, a), bound(kb, b));
+            let got: Vec<u64> = table.range(range).map(|(k, _)| k).collect();
+            let valid = match (range.0, range.1) {
+                (Included(s) | Excluded(s), Included(e) | Excluded(e)) => s <= e,
+                _ => true,
+            };
+            if valid && !(matches!(range, (Excluded(s), Excluded(e)) if s == e)) {
+                let want: Vec<u64> = keys.range(range).copied().collect();
+                prop_assert_eq!(got, want);
+            } else {
+                prop_assert!(got.is_empty(), "an empty or reversed range yields nothing");
+            }
+            let scanned: Vec<u64> = table.scan(&a, 5).into_iter().map(|(k, _)| k).collect();
+            let want: Vec<u64> = keys.range(a..).take(5).copied().collect();
+            prop_assert_eq!(scanned, want);
+        }
+    }
+}
