@@ -3,9 +3,41 @@
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
 //! explains every result. Under `--cfg loom`, [`loom_model`] runs the crates' loom models with
-//! the workspace's preemption bound.
+//! the workspace's preemption bound. [`TempDir`] gives the file-based tests a fresh directory.
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A fresh, empty directory under the system's temporary directory, removed on drop.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A new directory whose name starts with `label` (unique per process and call).
+    pub fn new(label: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "learnkv-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the temporary directory is writable");
+        Self(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
 /// prints the executions explored and the time taken (visible with `--nocapture`).

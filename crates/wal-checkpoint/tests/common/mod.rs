@@ -3,43 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use test_support::TempDir;
 use wal_checkpoint::{Durability, Options, Recovery};
 
 /// The model of a recovered state.
 pub type Model = BTreeMap<(u32, Vec<u8>), Vec<u8>>;
-
-/// A fresh directory under the target directory's `tmp/` (cargo's `CARGO_TARGET_TMPDIR`),
-/// removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = option_env!("CARGO_TARGET_TMPDIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!(
-            "wal-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the test directory");
-        Self(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Options for tests: `lanes` lanes, the given durability, no background checkpoints.
 pub fn options(lanes: usize, durability: Durability) -> Options {
