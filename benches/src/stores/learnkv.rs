@@ -1,5 +1,7 @@
 //! `learnkv`: learnkv's embedded database (the `engine` crate) with one ordered byte-string table
-//! (XIndex-R), the same table for gets and ranges. Default options except durability.
+//! (XIndex-R), the same table for gets and ranges. Default options except durability and one
+//! log lane ([`LOG_LANES`]; the default is one per core): every write comes from one thread,
+//! and each lane costs an fsync per group commit.
 //!
 //! - Bulk load: the database is opened with `Durability::None`; the pairs go in as
 //!   [`WriteBatch`]es of [`LOAD_BATCH`] inserts, then `flush()` makes them durable (timed
@@ -15,12 +17,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::{Db, Durability, Options, OrderedTable, WriteBatch};
+use engine::{Db, Durability, IndexStats, Options, OrderedTable, WriteBatch};
 
 use super::{Doing, KvReader, KvStore, Notes, Pair, StoreResult, disk_bytes, fold};
 
 /// Inserts per write batch of the bulk load.
 pub const LOAD_BATCH: usize = 10_000;
+
+/// Log lanes: the benchmark writes from one thread.
+pub const LOG_LANES: usize = 1;
 
 /// The table's name.
 const TABLE: &str = "engine";
@@ -34,7 +39,11 @@ pub struct Learnkv {
 
 /// Opens the database in `dir` with `durability` and its table.
 fn open_db(dir: &Path, durability: Durability) -> StoreResult<(Db, OrderedTable<Vec<u8>>)> {
-    let db = Db::open(dir, Options::new().durability(durability)).doing("opening learnkv")?;
+    let db = Db::open(
+        dir,
+        Options::new().durability(durability).log_lanes(LOG_LANES),
+    )
+    .doing("opening learnkv")?;
     let table = db.ordered_table(TABLE).doing("opening the table")?;
     Ok((db, table))
 }
@@ -79,7 +88,17 @@ impl KvStore for Learnkv {
         (self.db, self.table) = open_db(&self.dir, Durability::Immediate)?;
         let reopen = start.elapsed();
         let mib = |bytes: u64| format!("{:.1}", bytes as f64 / (1 << 20) as f64);
+        let stats = self.db.stats();
+        let index = stats.tables.iter().find_map(|table| match &table.index {
+            IndexStats::Ordered(index) if table.name == TABLE => Some(index.clone()),
+            _ => None,
+        });
+        let index = index.ok_or("the table has no ordered index statistics")?;
         Ok(vec![
+            ("groups".into(), index.groups.to_string()),
+            ("models".into(), index.models.to_string()),
+            ("mean_error".into(), format!("{:.1}", index.mean_error)),
+            ("memory_mib".into(), mib(stats.memory_bytes as u64)),
             ("disk_mib_logged".into(), mib(logged)),
             (
                 "checkpoint_s".into(),
@@ -117,8 +136,9 @@ impl KvStore for Learnkv {
         vec![(
             "config".into(),
             format!(
-                "defaults; bulk load with Durability::None in WriteBatches of {LOAD_BATCH} + \
-                 flush(), then checkpoint and reopen with Durability::Immediate"
+                "defaults but {LOG_LANES} log lane; bulk load with Durability::None in \
+                 WriteBatches of {LOAD_BATCH} + flush(), then checkpoint and reopen with \
+                 Durability::Immediate"
             ),
         )]
     }
