@@ -277,6 +277,13 @@ impl<K: IndexKey> Group<K> {
             }
             Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
         };
+        if K::HINTED
+            && let Some(cell) = self.cells().get(pos)
+        {
+            // The hinted search has not touched the key's heap block yet: let the cell's miss
+            // overlap the key's in the comparison below.
+            prefetch::line(cell);
+        }
         keys.get(pos)
             .is_some_and(|k| k.borrow() == key)
             .then_some(pos)
