@@ -7,7 +7,7 @@ use std::time::Duration;
 use workload::{Dataset, KeyKind, Ycsb};
 
 use crate::error::Error;
-use crate::registry;
+use crate::{registry, stores};
 
 /// The experiments, each reproducing a paper experiment (see [`Experiment::summary`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,13 @@ pub enum Experiment {
     Grow,
     /// XIndex-R with and without its write-ahead log.
     Wal,
+    /// learnkv's embedded database next to the embedded stores, in redb's benchmark's shape.
+    Engine,
 }
 
 impl Experiment {
     /// Every experiment, in usage order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Lookup,
         Self::Ycsb,
         Self::Rw,
@@ -41,6 +43,7 @@ impl Experiment {
         Self::Hash,
         Self::Grow,
         Self::Wal,
+        Self::Engine,
     ];
 
     /// The name on the command line and in the report files.
@@ -54,6 +57,7 @@ impl Experiment {
             Self::Hash => "hash",
             Self::Grow => "grow",
             Self::Wal => "wal",
+            Self::Engine => "engine",
         }
     }
 
@@ -72,14 +76,16 @@ impl Experiment {
             Self::Hash => "point gets and a 90:10 mix on the hash maps (XIndex-H Figs. 25-27)",
             Self::Grow => "inserts from empty; max latency = resize stall (XIndex-H Fig. 26)",
             Self::Wal => "XIndex-R 50:50 with no log, Periodic and Immediate logging (XIndex §5)",
+            Self::Engine => {
+                "learnkv vs redb, heed, fjall, sled in redb's benchmark's shape (issue 8)"
+            }
         }
     }
 
     /// The key count when `--keys` is not given.
     pub fn default_keys(self) -> usize {
         match self {
-            Self::Shift => 1_000_000,
-            Self::Strings => 1_000_000,
+            Self::Shift | Self::Strings | Self::Engine => 1_000_000,
             Self::Lookup | Self::Ycsb | Self::Rw | Self::Hash | Self::Grow => 2_000_000,
             Self::Wal => 10_000_000,
         }
@@ -88,13 +94,54 @@ impl Experiment {
     /// Whether the experiment measures for `--duration` (the others run their streams to the
     /// end).
     pub fn is_timed(self) -> bool {
-        !matches!(self, Self::Shift | Self::Grow)
+        !matches!(self, Self::Shift | Self::Grow | Self::Engine)
     }
 
     fn parse(name: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
             .find(|experiment| experiment.name() == name)
+    }
+}
+
+/// The workloads of the `engine` experiment (redb's benchmark's phases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvWorkload {
+    /// Bulk load of every record.
+    Bulk,
+    /// Individual durable writes.
+    Durable,
+    /// Batches of writes, each durable at commit.
+    Batch,
+    /// Random gets of loaded keys.
+    Get,
+    /// Range reads from random loaded keys.
+    Range,
+    /// Removals of half the loaded keys.
+    Remove,
+}
+
+impl KvWorkload {
+    /// Every workload, in the order a run executes them.
+    pub const ALL: [Self; 6] = [
+        Self::Bulk,
+        Self::Durable,
+        Self::Batch,
+        Self::Get,
+        Self::Range,
+        Self::Remove,
+    ];
+
+    /// The name on the command line and in the `workload` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bulk => "bulk",
+            Self::Durable => "durable",
+            Self::Batch => "batch",
+            Self::Get => "get",
+            Self::Range => "range",
+            Self::Remove => "remove",
+        }
     }
 }
 
@@ -149,6 +196,8 @@ pub struct Options {
     pub index: Option<Vec<&'static str>>,
     /// `--workload`: the YCSB workloads.
     pub workloads: Vec<Ycsb>,
+    /// `--workload` of `engine`: its workloads, in execution order.
+    pub kv_workloads: Vec<KvWorkload>,
     /// `--write-ratio`: the write fractions of `rw`.
     pub write_ratios: Vec<f64>,
     /// `--seed`: the seed of data sets and streams.
@@ -212,12 +261,19 @@ pub fn usage() -> String {
     text.push_str(&line);
     text.push_str(&format!(
         "\n\
-         \x20 --workload LIST     ycsb only: a,b,c,d,e,f (default all)\n\
+         \x20                     engine: {} (embedded stores)\n\
+         \x20 --workload LIST     ycsb: a,b,c,d,e,f; engine: bulk,durable,batch,get,range,\n\
+         \x20                     remove (default all; engine always loads)\n\
          \x20 --write-ratio LIST  rw only: write fractions in (0, 1] (default 0.1,0.5)\n\
          \x20 --shift-to NAME     shift only: the distribution after the shift (default linear)\n\
          \x20 --seed N            seed of the data sets and operation streams (default {})\n\
          \x20 --help              this text\n\n\
          Output: a table on stdout, target/repro/EXPERIMENT.csv and target/repro/EXPERIMENT.svg.\n",
+        stores::STORES
+            .iter()
+            .map(|store| store.name)
+            .collect::<Vec<_>>()
+            .join(", "),
         DEFAULT_SEED,
     ));
     text
@@ -346,8 +402,14 @@ impl RawOptions {
         refuse(
             &self.workload,
             "workload",
-            experiment == Experiment::Ycsb,
-            "it picks YCSB workloads",
+            matches!(experiment, Experiment::Ycsb | Experiment::Engine),
+            "it picks the workloads of ycsb and engine",
+        )?;
+        refuse(
+            &self.dataset,
+            "dataset",
+            experiment != Experiment::Engine,
+            "its records are random 24-byte keys with 150-byte values",
         )?;
         refuse(
             &self.write_ratio,
@@ -410,8 +472,20 @@ impl RawOptions {
                 .map(|list| parse_list("index", list, parse_index))
                 .transpose()?,
             workloads: match &self.workload {
-                Some(list) => parse_list("workload", list, parse_ycsb)?,
-                None => Ycsb::ALL.to_vec(),
+                Some(list) if experiment == Experiment::Ycsb => {
+                    parse_list("workload", list, parse_ycsb)?
+                }
+                _ => Ycsb::ALL.to_vec(),
+            },
+            kv_workloads: match &self.workload {
+                Some(list) if experiment == Experiment::Engine => {
+                    let chosen = parse_list("workload", list, parse_kv_workload)?;
+                    KvWorkload::ALL
+                        .into_iter()
+                        .filter(|workload| chosen.contains(workload))
+                        .collect()
+                }
+                _ => KvWorkload::ALL.to_vec(),
             },
             write_ratios: match &self.write_ratio {
                 Some(list) => parse_list("write-ratio", list, parse_write_ratio)?,
@@ -519,12 +593,29 @@ fn parse_runs(text: &str) -> Result<usize, Error> {
 }
 
 fn parse_index(text: &str) -> Result<&'static str, String> {
-    registry::find(text).map(|entry| entry.name).ok_or_else(|| {
-        format!(
-            "unknown index `{text}`; expected some of {}",
-            registry::names()
-        )
-    })
+    registry::find(text)
+        .map(|entry| entry.name)
+        .or_else(|| stores::find(text).map(|store| store.name))
+        .ok_or_else(|| {
+            format!(
+                "unknown index `{text}`; expected some of {}, or for engine {}",
+                registry::names(),
+                stores::STORES
+                    .iter()
+                    .map(|store| store.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+fn parse_kv_workload(text: &str) -> Result<KvWorkload, String> {
+    KvWorkload::ALL
+        .into_iter()
+        .find(|workload| workload.name() == text)
+        .ok_or_else(|| {
+            format!("unknown engine workload `{text}` (bulk, durable, batch, get, range, remove)")
+        })
 }
 
 fn parse_ycsb(text: &str) -> Result<Ycsb, String> {

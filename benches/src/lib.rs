@@ -4,8 +4,8 @@
 //!
 //! The reproduction entry point `cargo bench --bench repro -- EXPERIMENT [options]` (see
 //! `benches/README.md`) is built from: [`args`] (the command line), [`registry`] (every index by
-//! name: [`adapters`] for the peers, [`oracle`]), [`experiments`] (one module per paper
-//! experiment), [`measure`] (how each index is measured), [`output`] and [`plot`] (table, CSV,
+//! name: [`adapters`] for the peers, [`oracle`]), [`stores`] (the embedded key-value stores of
+//! the `engine` experiment), [`experiments`] (one module per paper experiment), [`measure`] (how each index is measured), [`output`] and [`plot`] (table, CSV,
 //! SVG) and [`alloc_counter`] (memory per key).
 
 pub mod adapters;
@@ -19,3 +19,4 @@ pub mod oracle;
 pub mod output;
 pub mod plot;
 pub mod registry;
+pub mod stores;

@@ -5,6 +5,7 @@
 //! Adding an experiment: a module with a `run(&Options) -> Result<Outcome, Error>`, a variant of
 //! [`Experiment`] and its arm in [`run`]. Adding an index: an entry in [`crate::registry`].
 
+pub mod engine;
 pub mod grow;
 pub mod hash;
 pub mod lookup;
@@ -71,6 +72,7 @@ pub fn run(options: &Options) -> Result<Outcome, Error> {
         Experiment::Hash => hash::run(options),
         Experiment::Grow => grow::run(options),
         Experiment::Wal => wal::run(options),
+        Experiment::Engine => engine::run(options),
     }?;
     if outcome.records.is_empty() {
         return Err(Error::usage(format!(
@@ -94,8 +96,12 @@ fn select(
     };
     let mut chosen = Vec::new();
     for name in names {
-        let entry = crate::registry::find(name)
-            .ok_or_else(|| Error::usage(format!("--index: unknown index `{name}`")))?;
+        let entry = crate::registry::find(name).ok_or_else(|| {
+            Error::usage(format!(
+                "--index: `{name}` is no index of {} (embedded stores run in engine only)",
+                options.experiment.name()
+            ))
+        })?;
         if !allowed(entry) {
             let fitting: Vec<&str> = ENTRIES
                 .iter()

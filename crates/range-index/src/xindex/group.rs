@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use concurrency::RecordCell;
 use concurrency::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use learned_model::KeyModel;
+use learned_model::{KeyModel, search};
 
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::key::IndexKey;
@@ -196,12 +196,15 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn model_for(&self, keys: &[K], key: &K::Query) -> Result<(usize, usize, &K::Model), usize> {
         let trained = self.models.trained.min(keys.len());
-        if trained < keys.len() && (trained == 0 || keys[trained - 1].borrow() < key) {
+        let hints = self.records.hints();
+        let hint = K::hint(key);
+        let order = |pos: usize| compare_at(keys, hints, pos, key, hint);
+        if trained < keys.len() && (trained == 0 || order(trained - 1).is_lt()) {
             return Err(trained);
         }
         let mut chosen = 0;
         for (i, (start, _)) in self.models.iter().enumerate().skip(1) {
-            if keys[*start].borrow() <= key {
+            if order(*start).is_le() {
                 chosen = i;
             } else {
                 break;
@@ -214,12 +217,44 @@ impl<K: IndexKey> Group<K> {
         Ok((*start, end, model))
     }
 
+    /// The first position of `keys[start..end]` (a model's slice) whose key is `>= key`,
+    /// relative to `start`: through the hints when the key type has them (the window the
+    /// model predicts, searched on the hints beside the keys; the keys themselves only on a
+    /// tie), else the model's own search.
+    #[inline]
+    fn model_lower_bound(
+        &self,
+        keys: &[K],
+        (start, end, model): (usize, usize, &K::Model),
+        predicted: usize,
+        key: &K::Query,
+    ) -> usize {
+        let slice = &keys[start..end];
+        if !K::HINTED {
+            return model.lower_bound(slice, key);
+        }
+        let hints = &self.records.hints()[start..end];
+        let hint = K::hint(key);
+        let window = model.bounds().window(predicted, slice.len());
+        let pos = search::lower_bound_in_by(hints, window, |&h| h < hint);
+        // Every hint before `pos` is below `hint`, so its key is below `key`; a greater hint at
+        // `pos` means a greater key. Equal hints leave the order to the keys: one tie is one
+        // comparison, a run of them (keys sharing eight bytes) the model's search.
+        match (hints.get(pos), hints.get(pos + 1)) {
+            (Some(&h), Some(&next)) if h == hint && next == hint => model.lower_bound(slice, key),
+            (Some(&h), _) if h == hint => pos + usize::from(slice[pos].borrow() < key),
+            _ => pos,
+        }
+    }
+
     /// The first array position whose key is `>= key` (`keys().len()` if none).
     #[inline]
     pub(crate) fn lower_bound(&self, key: &K::Query) -> usize {
         let keys = self.keys();
         match self.model_for(keys, key) {
-            Ok((start, end, model)) => start + model.lower_bound(&keys[start..end], key),
+            Ok(found @ (start, _, model)) => {
+                start + self.model_lower_bound(keys, found, model.predict(key), key)
+            }
             Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
         }
     }
@@ -229,15 +264,26 @@ impl<K: IndexKey> Group<K> {
     pub(crate) fn position(&self, key: &K::Query) -> Option<usize> {
         let keys = self.keys();
         let pos = match self.model_for(keys, key) {
-            Ok((start, end, model)) => {
-                let slice = &keys[start..end];
+            Ok(found @ (start, end, model)) => {
                 let predicted = model.predict(key);
-                prefetch::slice(&slice[model.bounds().window(predicted, slice.len())]);
+                let window = model.bounds().window(predicted, end - start);
+                if K::HINTED {
+                    prefetch::slice(&self.records.hints()[start..end][window]);
+                } else {
+                    prefetch::slice(&keys[start..end][window]);
+                }
                 prefetch::line(&self.cells()[start + predicted]);
-                start + model.lower_bound(slice, key)
+                start + self.model_lower_bound(keys, found, predicted, key)
             }
             Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
         };
+        if K::HINTED
+            && let Some(cell) = self.cells().get(pos)
+        {
+            // The hinted search has not touched the key's heap block yet: let the cell's miss
+            // overlap the key's in the comparison below.
+            prefetch::line(cell);
+        }
         keys.get(pos)
             .is_some_and(|k| k.borrow() == key)
             .then_some(pos)
@@ -309,7 +355,8 @@ impl<K: IndexKey> Group<K> {
         size_of::<Self>()
             + self.pivot.heap_bytes()
             + keys
-            + self.records.capacity() * (size_of::<K>() + size_of::<RecordCell>())
+            + self.records.capacity()
+                * (size_of::<K>() + size_of::<K::Hint>() + size_of::<RecordCell>())
             + self.models.len() * size_of::<(usize, K::Model)>()
     }
 }
@@ -322,6 +369,26 @@ impl<K: IndexKey> Drop for Group<K> {
             // place that gives that reference count back.
             drop(unsafe { Arc::from_raw(tmp) });
         }
+    }
+}
+
+/// How the key at `pos` compares with `key` (whose hint is `hint`): by the hints when the key
+/// type has them and they differ, else by the keys.
+#[inline]
+fn compare_at<K: IndexKey>(
+    keys: &[K],
+    hints: &[K::Hint],
+    pos: usize,
+    key: &K::Query,
+    hint: K::Hint,
+) -> std::cmp::Ordering {
+    if K::HINTED {
+        match hints[pos].cmp(&hint) {
+            std::cmp::Ordering::Equal => keys[pos].borrow().cmp(key),
+            unequal => unequal,
+        }
+    } else {
+        keys[pos].borrow().cmp(key)
     }
 }
 

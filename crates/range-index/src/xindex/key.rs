@@ -48,6 +48,16 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
 
     /// Heap bytes the key owns beyond `size_of::<Self>()`, for memory statistics.
     fn heap_bytes(&self) -> usize;
+
+    /// A small summary of a key kept beside it in the records, which group searches compare
+    /// before the key itself (`()` where the key is as cheap to compare as its summary).
+    type Hint: Copy + Ord + Default + Debug + Send + Sync + 'static;
+
+    /// Whether group searches go through the hints.
+    const HINTED: bool;
+
+    /// The hint of `query`, monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
+    fn hint(query: &Self::Query) -> Self::Hint;
 }
 
 /// How many of `pivots` are `<= key`, given the lower bound `lb` of `key` in `pivots`.
@@ -128,6 +138,13 @@ impl IndexKey for u64 {
     fn heap_bytes(&self) -> usize {
         0
     }
+
+    type Hint = ();
+
+    const HINTED: bool = false;
+
+    #[inline]
+    fn hint(_: &u64) {}
 }
 
 /// The greedy grouping parameters of `config` (`et`, `pt`, the group size cap; the crate's
@@ -176,6 +193,20 @@ impl IndexKey for Vec<u8> {
     fn heap_bytes(&self) -> usize {
         self.capacity()
     }
+
+    type Hint = u64;
+
+    const HINTED: bool = true;
+
+    /// The first eight bytes, big-endian, zero-padded: truncating and padding keep the order
+    /// of any two strings or make them equal, so unequal hints order their keys.
+    #[inline]
+    fn hint(query: &[u8]) -> u64 {
+        let mut bytes = [0u8; 8];
+        let len = query.len().min(8);
+        bytes[..len].copy_from_slice(&query[..len]);
+        u64::from_be_bytes(bytes)
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -206,6 +237,68 @@ mod tests {
         assert_eq!(count(b"ab"), 2);
         assert_eq!(count(b"abz"), 2);
         assert_eq!(count(b"zz"), 3);
+    }
+
+    #[test]
+    fn byte_hints_order_their_keys_or_tie() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\0\0\0\0\0\0\0\x01",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefghz",
+            b"b",
+        ];
+        for a in &keys {
+            for b in &keys {
+                let (ha, hb) = (Vec::<u8>::hint(a), Vec::<u8>::hint(b));
+                if ha < hb {
+                    assert!(a < b, "{a:?} {b:?}");
+                }
+                if a <= b {
+                    assert!(ha <= hb, "{a:?} {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hinted_searches_match_a_sorted_array() {
+        use crate::OrderedIndex;
+        use crate::xindex::XIndex;
+        // Random-looking keys (distinct hints), keys sharing a 12-byte prefix (runs of equal
+        // hints) and short keys with zero bytes (hints equal through padding).
+        let mut keys: Vec<Vec<u8>> = (0..3_000u64)
+            .map(|i| {
+                i.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .to_be_bytes()
+                    .repeat(3)
+            })
+            .chain((0..3_000u32).map(|i| [&b"shared-prefix"[..], &i.to_be_bytes()].concat()))
+            .chain((0..=255u8).flat_map(|b| [vec![b], vec![b, 0], vec![b, 0, 0, 1]]))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let (loaded, absent): (Vec<_>, Vec<_>) = keys
+            .iter()
+            .cloned()
+            .enumerate()
+            .partition(|(i, _)| i % 3 != 0);
+        let pairs: Vec<(Vec<u8>, u64)> =
+            loaded.iter().map(|(i, k)| (k.clone(), *i as u64)).collect();
+        let index = XIndex::bulk_load(&pairs, Config::default()).expect("sorted, unique keys");
+        for (i, key) in &loaded {
+            assert_eq!(index.get(key), Some(*i as u64));
+            assert_eq!(index.scan(key, 1).first().map(|(k, _)| k), Some(key));
+        }
+        for (_, key) in &absent {
+            assert_eq!(index.get(key), None);
+            let next = pairs.iter().find(|(k, _)| k > key).map(|(k, _)| k);
+            assert_eq!(index.scan(key, 1).first().map(|(k, _)| k), next);
+        }
     }
 
     #[test]

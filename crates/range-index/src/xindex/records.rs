@@ -8,6 +8,10 @@
 //! written keys. Records are shared by the nodes of one group (model split, the views of a
 //! group split) through an `Arc`, so an append through either node reaches the same array.
 //!
+//! Beside each key sits its search hint ([`IndexKey::Hint`]: the first eight bytes of a byte
+//! string, nothing for `u64`), written with the key and published by the same store of `len`,
+//! so a search can narrow its window without touching the keys' heap blocks.
+//!
 //! The key slots are `std` cells even under loom: searches need plain `&[K]` slices, which
 //! loom's cells cannot give; the length that publishes them is a loom atomic.
 
@@ -20,20 +24,25 @@ use concurrency::sync::atomic::{AtomicUsize, Ordering};
 use concurrency::sync::{Mutex, MutexGuard};
 use concurrency::{RecordCell, RecordMeta};
 
+use crate::xindex::key::IndexKey;
+
 /// A group's sorted records with spare capacity.
-pub(crate) struct Records<K> {
+pub(crate) struct Records<K: IndexKey> {
     /// `len` initialised keys, then spare slots.
     keys: Box<[UnsafeCell<MaybeUninit<K>>]>,
+    /// The hint of each key, spare slots included (default there until an append).
+    hints: Box<[UnsafeCell<K::Hint>]>,
     /// One cell per slot, spare ones included.
     cells: Box<[RecordCell]>,
     len: AtomicUsize,
     appending: Mutex<()>,
 }
 
-// SAFETY: the key slots are written only under `appending`, each once, before the release
-// store of `len` that makes them readable; readers read only slots below an acquired `len`.
-// So sharing `Records` is sharing `K`s by reference and moving them between threads.
-unsafe impl<K: Send + Sync> Sync for Records<K> {}
+// SAFETY: the key and hint slots are written only under `appending`, each once, before the
+// release store of `len` that makes them readable; readers read only slots below an acquired
+// `len`. So sharing `Records` is sharing `K`s (and `Copy` hints) by reference and moving them
+// between threads.
+unsafe impl<K: IndexKey> Sync for Records<K> {}
 
 /// Why an append did not happen.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,12 +53,18 @@ pub(crate) enum AppendRefused {
     NotAbove,
 }
 
-impl<K: Ord> Records<K> {
+impl<K: IndexKey> Records<K> {
     /// Records from strictly increasing `keys` and their cells (same length), with `spare`
     /// empty slots for appends.
     pub(crate) fn new(keys: Vec<K>, cells: Vec<RecordCell>, spare: usize) -> Self {
         assert_eq!(keys.len(), cells.len(), "one cell per key");
         let len = keys.len();
+        let hints = keys
+            .iter()
+            .map(|key| K::hint(key.borrow()))
+            .chain(std::iter::repeat_n(K::Hint::default(), spare))
+            .map(UnsafeCell::new)
+            .collect();
         let keys = keys
             .into_iter()
             .map(MaybeUninit::new)
@@ -62,6 +77,7 @@ impl<K: Ord> Records<K> {
             .collect();
         Self {
             keys,
+            hints,
             cells,
             len: AtomicUsize::new(len),
             appending: Mutex::new(()),
@@ -75,6 +91,16 @@ impl<K: Ord> Records<K> {
         // SAFETY: slots below an acquired `len` are initialised and never written again
         // (module comment); `UnsafeCell<MaybeUninit<K>>` has the layout of `K`.
         unsafe { slice::from_raw_parts(self.keys.as_ptr().cast::<K>(), len) }
+    }
+
+    /// The hints of the keys, in order: at least `keys().len()` of any earlier `keys()` call.
+    #[inline]
+    pub(crate) fn hints(&self) -> &[K::Hint] {
+        let len = self.len.load(Ordering::Acquire);
+        // SAFETY: as for `keys`: the hint slots below an acquired `len` were written before the
+        // release store of `len` and are never written again; `UnsafeCell<T>` has the layout
+        // of `T`.
+        unsafe { slice::from_raw_parts(self.hints.as_ptr().cast::<K::Hint>(), len) }
     }
 
     /// The cells of the keys: at least `keys().len()` of any earlier `keys()` call (the length
@@ -111,7 +137,10 @@ impl<K: Ord> Records<K> {
         }
         // SAFETY: slot `len` is spare: no reader reads it before the store of `len + 1`
         // below, and appends are serialised by the append lock the caller holds.
-        unsafe { (*self.keys[len].get()).write(key) };
+        unsafe {
+            *self.hints[len].get() = K::hint(key.borrow());
+            (*self.keys[len].get()).write(key);
+        }
         self.cells[len].lock().set_value(value);
         self.len.store(len + 1, Ordering::Release);
         Ok(())
@@ -151,7 +180,7 @@ impl<K: Ord> Records<K> {
     }
 }
 
-impl<K> Drop for Records<K> {
+impl<K: IndexKey> Drop for Records<K> {
     fn drop(&mut self) {
         let len = self.len.load(Ordering::Acquire);
         for slot in &mut self.keys[..len] {

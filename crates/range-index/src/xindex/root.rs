@@ -20,6 +20,8 @@ use crate::xindex::key::IndexKey;
 /// The root of XIndex-R.
 pub(crate) struct Root<K: IndexKey> {
     pivots: Box<[K]>,
+    /// The pivots' hints ([`IndexKey::Hint`]), searched before the pivots themselves.
+    hints: Box<[K::Hint]>,
     slots: Box<[AtomicPtr<Group<K>>]>,
     /// The model over `pivots[1..]` (none with one group): the first group's pivot is the
     /// smallest key, minus infinity for routing, and would only skew the model.
@@ -42,11 +44,13 @@ impl<K: IndexKey> Root<K> {
             // the protection under which they were reached or built.
             .map(|&group| unsafe { &*group }.pivot().clone())
             .collect();
+        let hints = pivots.iter().map(|pivot| K::hint(pivot.borrow())).collect();
         let previous = previous.and_then(|root| root.model.as_ref());
         let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
         let slots = groups.into_iter().map(AtomicPtr::new).collect();
         Self {
             pivots,
+            hints,
             slots,
             model,
         }
@@ -66,7 +70,25 @@ impl<K: IndexKey> Root<K> {
     #[inline]
     pub(crate) fn slot_of(&self, key: &K::Query) -> usize {
         self.model.as_ref().map_or(0, |model| {
-            K::count_at_or_below(model, &self.pivots[1..], key)
+            if !K::HINTED {
+                return K::count_at_or_below(model, &self.pivots[1..], key);
+            }
+            // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
+            // the pivots below `key` without touching the pivots' heap blocks. Equal hints leave
+            // the order to the pivots: one tie is one comparison, a run of them (pivots sharing
+            // their first eight bytes) the root model's search.
+            let hints = &self.hints[1..];
+            let hint = K::hint(key);
+            let pos = hints.partition_point(|&h| h < hint);
+            match (hints.get(pos), hints.get(pos + 1)) {
+                (Some(&h), Some(&next)) if h == hint && next == hint => {
+                    K::count_at_or_below(model, &self.pivots[1..], key)
+                }
+                (Some(&h), _) if h == hint => {
+                    pos + usize::from(self.pivots[1 + pos].borrow() <= key)
+                }
+                _ => pos,
+            }
         })
     }
 
@@ -136,6 +158,7 @@ impl<K: IndexKey> Root<K> {
         let pivots: usize = self.pivots.iter().map(IndexKey::heap_bytes).sum();
         size_of::<Self>()
             + pivots
-            + self.pivots.len() * (size_of::<K>() + size_of::<AtomicPtr<Group<K>>>())
+            + self.pivots.len()
+                * (size_of::<K>() + size_of::<K::Hint>() + size_of::<AtomicPtr<Group<K>>>())
     }
 }

@@ -1,0 +1,113 @@
+//! `fjall`: fjall 3.1.13 (an LSM tree), one keyspace with default options, a 4 GiB block cache
+//! (redb's benchmark's cache size; the data set stays cached). Writes go to the journal and the
+//! memtable; `persist(PersistMode::SyncAll)` fsyncs the journal.
+//!
+//! - Bulk load: one write batch, committed with `SyncAll` durability.
+//! - Durable write: `insert`, then `persist(SyncAll)`.
+//! - Batch: one write batch per batch, committed with `SyncAll` durability.
+//! - Reads: `get` returns the value as a reference-counted `Slice`; `range(start..)` yields
+//!   guards whose pairs are read with `into_inner`.
+//! - Removal: one write batch of removes, committed with `SyncAll` durability.
+
+use std::path::Path;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode};
+
+use super::{Doing, KvReader, KvStore, Notes, Pair, StoreResult, fold};
+
+/// The block cache's capacity.
+const CACHE_BYTES: u64 = 4 << 30;
+
+/// fjall in a directory.
+pub struct Fjall {
+    db: Database,
+    keyspace: Keyspace,
+}
+
+impl Fjall {
+    /// Creates the database in `dir`.
+    pub fn open(dir: &Path) -> StoreResult<Box<dyn KvStore>> {
+        let db = Database::builder(dir)
+            .cache_size(CACHE_BYTES)
+            .open()
+            .doing("opening fjall")?;
+        let keyspace = db
+            .keyspace("engine", KeyspaceCreateOptions::default)
+            .doing("opening the keyspace")?;
+        Ok(Box::new(Self { db, keyspace }))
+    }
+
+    /// A batch that fsyncs the journal when it commits.
+    fn durable_batch(&self) -> OwnedWriteBatch {
+        self.db.batch().durability(Some(PersistMode::SyncAll))
+    }
+
+    /// Inserts `pairs` in one durable batch.
+    fn insert_all(&self, pairs: &[Pair<'_>]) -> StoreResult<()> {
+        let mut batch = self.durable_batch();
+        for (key, value) in pairs {
+            batch.insert(&self.keyspace, *key, *value);
+        }
+        batch.commit().doing("committing a batch")
+    }
+}
+
+impl KvStore for Fjall {
+    fn bulk_load(&mut self, pairs: &[Pair<'_>]) -> StoreResult<()> {
+        self.insert_all(pairs)
+    }
+
+    fn put_durable(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
+        self.keyspace.insert(key, value).doing("inserting")?;
+        self.db.persist(PersistMode::SyncAll).doing("persisting")
+    }
+
+    fn put_batch_durable(&self, pairs: &[Pair<'_>]) -> StoreResult<()> {
+        self.insert_all(pairs)
+    }
+
+    fn reader(&self) -> StoreResult<Box<dyn KvReader + '_>> {
+        Ok(Box::new(Reader {
+            keyspace: &self.keyspace,
+        }))
+    }
+
+    fn remove_all(&self, keys: &[&[u8]]) -> StoreResult<()> {
+        let mut batch = self.durable_batch();
+        for key in keys {
+            batch.remove(&self.keyspace, *key);
+        }
+        batch.commit().doing("committing the removals")
+    }
+
+    fn notes(&self) -> Notes {
+        vec![(
+            "config".into(),
+            "4 GiB cache; default keyspace options (LZ4); batches committed with \
+             PersistMode::SyncAll; a single write is insert + persist(SyncAll)"
+                .into(),
+        )]
+    }
+}
+
+/// Reads through the keyspace (each read sees the latest committed state).
+struct Reader<'a> {
+    keyspace: &'a Keyspace,
+}
+
+impl KvReader for Reader<'_> {
+    fn get(&mut self, key: &[u8], expected: &[u8]) -> StoreResult<bool> {
+        let value = self.keyspace.get(key).doing("reading")?;
+        Ok(value.is_some_and(|value| *value == *expected))
+    }
+
+    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
+        let mut read = 0;
+        for guard in self.keyspace.range(start..).take(n) {
+            let (key, value) = guard.into_inner().doing("reading a pair")?;
+            fold(checksum, &key, &value);
+            read += 1;
+        }
+        Ok(read)
+    }
+}
