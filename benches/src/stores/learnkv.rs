@@ -10,7 +10,8 @@
 //!   later workload uses; the notes give both times and the bytes on disk before the checkpoint.
 //! - Durable write: `insert` (it returns after the group commit's fsync).
 //! - Batch: one `WriteBatch`, `db.write(batch)` (durable when it returns).
-//! - Get: `get` returns a copy of the value (`Vec<u8>`), compared with the expected bytes.
+//! - Get: `get_with` compares the value with the expected bytes in place (no copy), as the
+//!   peers compare the slices their read transactions lend.
 //! - Range: `scan(start, n)`, which copies exactly `n` pairs out (keys and values).
 //! - Removal: one `WriteBatch` of removes.
 
@@ -151,7 +152,7 @@ struct Reader<'a> {
 
 impl KvReader for Reader<'_> {
     fn get(&mut self, key: &[u8], expected: &[u8]) -> StoreResult<bool> {
-        Ok(self.table.get(key).is_some_and(|value| value == expected))
+        Ok(self.table.get_with(key, |value| value == expected) == Some(true))
     }
 
     fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {

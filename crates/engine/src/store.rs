@@ -86,6 +86,14 @@ impl<K: TableKey> Store<K> {
         Some(unsafe { value::read(word) })
     }
 
+    /// `f` applied to the value at `key`, read in place under a pin.
+    pub(crate) fn get_with<R>(&self, key: &K::Query, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let _guard = epoch::pin();
+        let word = self.word(key)?;
+        // SAFETY: loaded from the index while `_guard` is pinned, which outlives `f`.
+        Some(unsafe { value::with(word, f) })
+    }
+
     /// Whether `key` is present.
     pub(crate) fn contains(&self, key: &K::Query) -> bool {
         self.word(key).is_some()

@@ -105,6 +105,17 @@ macro_rules! point_operations {
             self.handle.store.get(key.borrow())
         }
 
+        /// `f` applied to the value at `key`, read in place without a copy. The value stays
+        /// pinned while `f` runs, which delays the reclamation of replaced values: keep `f`
+        /// short.
+        pub fn get_with<Q: Borrow<K::Query> + ?Sized, R>(
+            &self,
+            key: &Q,
+            f: impl FnOnce(&[u8]) -> R,
+        ) -> Option<R> {
+            self.handle.store.get_with(key.borrow(), f)
+        }
+
         /// Whether `key` is present.
         pub fn contains_key<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> bool {
             self.handle.store.contains(key.borrow())

@@ -68,22 +68,31 @@ pub(crate) unsafe fn heap_len(word: u64) -> usize {
     }
 }
 
-/// A copy of the value `word` holds.
+/// Calls `f` with the value `word` holds, in place.
 ///
 /// # Safety
 /// `word` came from [`encode`] and its block (if any) is not freed while this runs: the caller
 /// owns the word, or loaded it from an index while a guard it still holds was pinned.
-pub(crate) unsafe fn read(word: u64) -> Vec<u8> {
+pub(crate) unsafe fn with<R>(word: u64, f: impl FnOnce(&[u8]) -> R) -> R {
     if word & INLINE != 0 {
         let len = ((word >> LEN_SHIFT) & 0x7) as usize;
-        return word.to_le_bytes()[..len].to_vec();
+        return f(&word.to_le_bytes()[..len]);
     }
     // SAFETY: the block is live (the caller's guarantee); the bytes follow the header.
-    unsafe {
+    let bytes = unsafe {
         let len = block_len(word);
-        let bytes = (word as usize as *const u8).add(HEADER);
-        std::slice::from_raw_parts(bytes, len).to_vec()
-    }
+        std::slice::from_raw_parts((word as usize as *const u8).add(HEADER), len)
+    };
+    f(bytes)
+}
+
+/// A copy of the value `word` holds.
+///
+/// # Safety
+/// As for [`with`].
+pub(crate) unsafe fn read(word: u64) -> Vec<u8> {
+    // SAFETY: forwarded from the caller.
+    unsafe { with(word, <[u8]>::to_vec) }
 }
 
 /// Frees `word`'s block once every guard pinned now is gone.

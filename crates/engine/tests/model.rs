@@ -247,3 +247,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn values_are_lent_in_place_inline_and_out_of_line() {
+    let db = Db::open_in_memory().unwrap();
+    let table = db.hash_table::<Vec<u8>>("t").unwrap();
+    for len in [0usize, 7, 8, 150] {
+        let v = value(len as u64, len);
+        table.insert(b"k", &v).unwrap();
+        assert_eq!(
+            table.get_with(b"k", |lent| lent == v.as_slice()),
+            Some(true)
+        );
+        assert_eq!(table.get_with(b"k", <[u8]>::len), Some(len));
+    }
+    assert_eq!(table.get_with(b"absent", <[u8]>::len), None);
+}
