@@ -27,6 +27,10 @@ use crate::record::{NODE_BYTES, Node};
 /// thousand buckets or more allocates once per 32 conflicts or more.
 const BUCKETS_PER_NODE: usize = 32;
 
+/// The most nodes of a chunk (32 KiB): the insert that finds a chunk used up allocates and
+/// initialises the next one, which must stay a matter of microseconds however large the group.
+const MAX_CHUNK_NODES: usize = 1024;
+
 /// The chain nodes of one group.
 pub(crate) struct Arena {
     /// The newest chunk; NULL before the first node is taken.
@@ -49,7 +53,7 @@ impl Arena {
     pub(crate) fn new(buckets: usize) -> Self {
         Self {
             newest: AtomicPtr::new(ptr::null_mut()),
-            chunk_nodes: (buckets / BUCKETS_PER_NODE).max(1),
+            chunk_nodes: (buckets / BUCKETS_PER_NODE).clamp(1, MAX_CHUNK_NODES),
         }
     }
 
