@@ -39,10 +39,11 @@ use std::ptr;
 
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
+use crate::arena::Arena;
 use crate::counter::{COUNTERS_BYTES, Counters};
 use crate::key::HashKey;
 use crate::model::{Placement, PlacementKind, Trained};
-use crate::record::{self, CHAIN_SPAN, Chain, Locked, NODE_BYTES, Node, Record, Seen, Written};
+use crate::record::{self, CHAIN_SPAN, Chain, Locked, Node, Record, Seen, Written};
 
 /// How far from its home bucket a key may be placed before it goes to a chain: the buckets
 /// within two on either side share the home bucket's cache line or its neighbours, so checking
@@ -62,6 +63,8 @@ pub(crate) struct Group<K: HashKey> {
     tmp: AtomicPtr<Group<K>>,
     /// One chain head per `CHAIN_SPAN` buckets.
     chains: Box<[AtomicPtr<Node>]>,
+    /// The chain nodes.
+    arena: Arena,
     /// The conflict rate the placement had on the keys it was trained on.
     trained_conflict_rate: f64,
     /// First: live keys (records of this group, pointer records counted while their target
@@ -90,6 +93,7 @@ impl<K: HashKey> Group<K> {
             chains: (0..slots.div_ceil(CHAIN_SPAN))
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
+            arena: Arena::new(slots),
             counts: Counters::new(),
             _key: PhantomData,
         }
@@ -242,7 +246,8 @@ impl<K: HashKey> Group<K> {
             self.counts.add_first(1);
             return Upsert::Done(None);
         }
-        record::push(self.chain(b), K::new_word(key), value, false);
+        let node = self.arena.take();
+        record::push(self.chain(b), node, K::new_word(key), value, false);
         self.counts.add_first(1);
         self.counts.add_second(1);
         Upsert::Done(None)
@@ -312,7 +317,8 @@ impl<K: HashKey> Group<K> {
             return;
         }
         if !self.claim_neighbour(b, key, address, true) {
-            record::push(self.chain(b), K::new_word(key), address, true);
+            let node = self.arena.take();
+            record::push(self.chain(b), node, K::new_word(key), address, true);
             self.counts.add_second(1);
         }
         self.counts.add_first(1);
@@ -370,7 +376,7 @@ impl<K: HashKey> Group<K> {
         std::mem::size_of::<Self>()
             + std::mem::size_of_val(&*self.buckets)
             + std::mem::size_of_val(&*self.chains)
-            + self.chain_nodes().max(0) as usize * NODE_BYTES
+            + self.arena.bytes()
             + COUNTERS_BYTES
             + keys
     }
@@ -421,16 +427,14 @@ impl<K: HashKey> Group<K> {
 
 impl<K: HashKey> Drop for Group<K> {
     fn drop(&mut self) {
-        for record in self.buckets.iter() {
-            if !record.meta().is_uninitialized() {
-                // SAFETY: exclusive access; an initialised bucket's key word is live and
+        // Key words own heap memory only where the key type does (byte strings); the buckets
+        // and the arena's chunks are freed with their boxes.
+        if std::mem::needs_drop::<K>() {
+            self.visit(0..self.chain_count(), |record| {
+                // SAFETY: exclusive access; an initialised record's key word is live and
                 // released once, here.
                 unsafe { K::release_word(record.key_word()) };
-            }
-        }
-        for head in self.chains.iter() {
-            // SAFETY: exclusive access: the group is unreachable.
-            unsafe { record::free_chain::<K>(head) };
+            });
         }
     }
 }

@@ -9,6 +9,8 @@
 //! The last models check the probing of nearby buckets: in a crowded group whose keys all share
 //! one home bucket, without a resize; and a key removed and put back during a migration, which
 //! may place it in the bucket near its home while the migration adds its pointer record.
+//! The very last one has two inserts from different home buckets take chain nodes from one
+//! group's arena at once, racing to install its next chunk.
 //!
 //! Models with two foreground operations run the second one on the resizing thread inside the
 //! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
@@ -257,4 +259,29 @@ fn reinsert_during_migration_into_a_nearby_bucket_keeps_one_record() {
         // migration read key 2 live: the migration must then not add a pointer record too.
         index.validate();
     });
+}
+
+#[test]
+fn chain_inserts_from_two_buckets_share_the_arena() {
+    // In the tiny index, key 5 has home bucket 0 and, both buckets being taken, goes to the
+    // chain, filling the group's arena chunk (one node in so small a group). Keys 6 (home 0)
+    // and 30 (home 1) then go to the chain under different home locks, each taking a node from
+    // the full chunk: they race to install the next chunk and push onto the shared chain head.
+    model(
+        "insert 6 ‖ insert 30, chain nodes from a full arena",
+        || {
+            let index = tiny_index();
+            assert_eq!(index.insert(5, 5), None);
+            assert_eq!(index.stats().chain_nodes, 1);
+            let other = spawn(&index, |index| index.insert(6, 6));
+            assert_eq!(index.insert(30, 30), None);
+            assert_eq!(other.join().expect("the put finishes"), None);
+            assert_eq!(
+                (index.get(&5), index.get(&6), index.get(&30)),
+                (Some(5), Some(6), Some(30))
+            );
+            assert_eq!(index.stats().chain_nodes, 3);
+            index.validate();
+        },
+    );
 }
