@@ -98,6 +98,36 @@ impl<K: TableKey> Handle<K> {
     }
 }
 
+/// `Clone`, `Debug` and the constructor of a table handle type.
+macro_rules! handle_traits {
+    ($name:ident) => {
+        impl<K: TableKey> Clone for $name<K> {
+            fn clone(&self) -> Self {
+                Self {
+                    handle: self.handle.clone(),
+                }
+            }
+        }
+
+        impl<K: TableKey> std::fmt::Debug for $name<K> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("id", &self.handle.id)
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl<K: TableKey> $name<K> {
+            pub(crate) fn new(db: Arc<DbInner>, id: u32, store: Arc<Store<K>>) -> Self {
+                Self {
+                    handle: Handle { db, id, store },
+                }
+            }
+        }
+    };
+}
+
+/// The point operations both table kinds share.
 macro_rules! point_operations {
     () => {
         /// The value at `key`.
@@ -174,29 +204,9 @@ pub struct OrderedTable<K: TableKey> {
     handle: Handle<K>,
 }
 
-impl<K: TableKey> Clone for OrderedTable<K> {
-    fn clone(&self) -> Self {
-        Self {
-            handle: self.handle.clone(),
-        }
-    }
-}
-
-impl<K: TableKey> std::fmt::Debug for OrderedTable<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OrderedTable")
-            .field("id", &self.handle.id)
-            .finish_non_exhaustive()
-    }
-}
+handle_traits!(OrderedTable);
 
 impl<K: TableKey> OrderedTable<K> {
-    pub(crate) fn new(db: Arc<DbInner>, id: u32, store: Arc<Store<K>>) -> Self {
-        Self {
-            handle: Handle { db, id, store },
-        }
-    }
-
     point_operations!();
 
     /// The pairs whose keys lie in `range`, ascending. The iterator reads the table in chunks
@@ -294,29 +304,9 @@ pub struct HashTable<K: TableKey> {
     handle: Handle<K>,
 }
 
-impl<K: TableKey> Clone for HashTable<K> {
-    fn clone(&self) -> Self {
-        Self {
-            handle: self.handle.clone(),
-        }
-    }
-}
-
-impl<K: TableKey> std::fmt::Debug for HashTable<K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HashTable")
-            .field("id", &self.handle.id)
-            .finish_non_exhaustive()
-    }
-}
+handle_traits!(HashTable);
 
 impl<K: TableKey> HashTable<K> {
-    pub(crate) fn new(db: Arc<DbInner>, id: u32, store: Arc<Store<K>>) -> Self {
-        Self {
-            handle: Handle { db, id, store },
-        }
-    }
-
     point_operations!();
 
     /// Every pair, in no particular order. Not a snapshot; values replaced while the iterator

@@ -39,6 +39,15 @@ pub(crate) struct LaneBuf {
     pub dirty: bool,
 }
 
+impl LaneBuf {
+    /// Notes that a data record (not a heartbeat) stamped `ts` was just appended.
+    pub fn appended_data(&mut self, ts: u64) {
+        self.last_ts = ts;
+        self.data_ts = ts;
+        self.dirty = true;
+    }
+}
+
 /// A closed segment, kept until a checkpoint covers it.
 #[derive(Debug, Clone)]
 pub(crate) struct Closed {

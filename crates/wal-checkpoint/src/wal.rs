@@ -421,6 +421,18 @@ fn round_needed(lanes: impl Iterator<Item = (bool, u64, u64)>) -> bool {
     dirty || min_last < max_data
 }
 
+/// Refuses a record whose frame would exceed [`MAX_PAYLOAD`] or whose `count` (key length, or
+/// ops of a batch) does not fit the format's `u32`.
+fn check_frame(size: usize, count: usize) -> Result<()> {
+    if size > MAX_PAYLOAD || count > u32::MAX as usize {
+        return Err(Error::TooLarge {
+            size: size as u64,
+            limit: MAX_PAYLOAD as u64,
+        });
+    }
+    Ok(())
+}
+
 /// A cheap hash of (table, key) choosing a key-lock stripe (multiply-rotate over 8-byte words,
 /// then a final mix so the low bits depend on every input bit).
 fn stripe_hash(table: u32, key: &[u8]) -> u64 {
@@ -472,13 +484,7 @@ impl Shared {
         apply: impl FnOnce() -> R,
     ) -> Result<R> {
         self.check()?;
-        let size = format::single_len(key, value);
-        if size > MAX_PAYLOAD || key.len() > u32::MAX as usize {
-            return Err(Error::TooLarge {
-                size: size as u64,
-                limit: MAX_PAYLOAD as u64,
-            });
-        }
+        check_frame(format::single_len(key, value), key.len())?;
         let lane = self.lane();
         let mut buf = lane.buf.lock();
         let stripe = self.stripe(table, key).lock();
@@ -486,9 +492,7 @@ impl Shared {
         let result = apply();
         drop(stripe);
         format::encode_single(&mut buf.bytes, ts, table, key, value);
-        buf.last_ts = ts;
-        buf.data_ts = ts;
-        buf.dirty = true;
+        buf.appended_data(ts);
         self.after_append(lane, buf)?;
         Ok(result)
     }
@@ -502,13 +506,7 @@ impl Shared {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        let size = format::batch_len(ops);
-        if size > MAX_PAYLOAD || ops.len() > u32::MAX as usize {
-            return Err(Error::TooLarge {
-                size: size as u64,
-                limit: MAX_PAYLOAD as u64,
-            });
-        }
+        check_frame(format::batch_len(ops), ops.len())?;
         let lane = self.lane();
         let mut buf = lane.buf.lock();
         let mut stamps = Vec::with_capacity(ops.len());
@@ -521,9 +519,8 @@ impl Shared {
             drop(stripe);
         }
         format::encode_batch(&mut buf.bytes, ops, &stamps);
-        buf.last_ts = *stamps.last().unwrap_or(&buf.last_ts);
-        buf.data_ts = buf.last_ts;
-        buf.dirty = true;
+        let last = *stamps.last().expect("the batch is not empty");
+        buf.appended_data(last);
         self.after_append(lane, buf)?;
         Ok(results)
     }
@@ -633,9 +630,7 @@ impl Shared {
             let mut buf = lane.buf.lock();
             let ts = self.tick();
             format::encode_checkpoint_marker(&mut buf.bytes, ts, t_begin, t_end);
-            buf.last_ts = ts;
-            buf.data_ts = ts;
-            buf.dirty = true;
+            buf.appended_data(ts);
         }
         // Every lane durable above t_end, so the new checkpoint is safe for recovery, before
         // anything older is deleted.
