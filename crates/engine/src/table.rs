@@ -8,10 +8,10 @@ use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::db::DbInner;
-use crate::error::{Error, Result};
 use range_index::xindex::IndexKey;
 
+use crate::db::DbInner;
+use crate::error::{Error, Result};
 use crate::key::{MAX_KEY_LEN, TableKey};
 use crate::store::{self, HashPairs, Store};
 use crate::value;
@@ -22,6 +22,7 @@ pub const MAX_VALUE_LEN: usize = 64 << 20;
 /// How many pairs a range iterator fetches first; each later fetch doubles, up to
 /// [`RANGE_CHUNK_MAX`], so short ranges copy few values and long ones few chunks.
 const RANGE_CHUNK_MIN: usize = 16;
+/// The largest fetch of a range iterator.
 const RANGE_CHUNK_MAX: usize = 1024;
 
 /// Checks the sizes of a key and a value against the limits.
