@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::TempDir;
 use pm_alloc::{Corruption, Error, Mode, PAtomicPtr, PPtr, PoolOptions, SimOptions};
+use test_support::TempDir;
 
 fn options() -> PoolOptions {
     PoolOptions::new(1 << 20)
@@ -20,7 +20,7 @@ fn options() -> PoolOptions {
 }
 
 fn make(dir: &TempDir, name: &str) -> std::path::PathBuf {
-    let path = dir.file(name);
+    let path = dir.path().join(name);
     let pool = options().create(&path, Mode::Mapped).expect("create");
     pool.root::<[PAtomicPtr<u8>; 4]>().expect("root");
     path
@@ -63,7 +63,7 @@ fn wrong_magic_is_refused() {
 #[test]
 fn a_foreign_file_is_refused() {
     let dir = TempDir::new("foreign");
-    let path = dir.file("f");
+    let path = dir.path().join("f");
     std::fs::write(&path, vec![0xab_u8; 8192]).expect("write");
     assert!(matches!(
         open_err(&path),
@@ -279,7 +279,7 @@ fn a_pool_open_in_another_process_is_locked() {
 #[test]
 fn dax_mode_is_refused_off_dax_file_systems() {
     let dir = TempDir::new("dax");
-    let path = dir.file("p");
+    let path = dir.path().join("p");
     let e = options()
         .create(&path, Mode::Dax)
         .expect_err("the temporary directory is not DAX");
@@ -307,7 +307,7 @@ fn absurd_options_are_refused() {
     }
     let dir = TempDir::new("mode");
     assert!(matches!(
-        options().create(dir.file("p"), Mode::Volatile),
+        options().create(dir.path().join("p"), Mode::Volatile),
         Err(Error::InvalidOption { .. })
     ));
 }

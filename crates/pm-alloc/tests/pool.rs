@@ -8,17 +8,18 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::{TempDir, assert_disjoint};
+use common::assert_disjoint;
 use pm_alloc::{
     CrashPlan, Error, Mode, PAtomicPtr, PPtr, Pool, PoolOptions, SimOptions, thread_counters,
 };
+use test_support::TempDir;
 
 type Root = [PAtomicPtr<[AtomicU64; 8]>; 16];
 
 #[test]
 fn mapped_pool_survives_reopen() {
     let dir = TempDir::new("reopen");
-    let path = dir.file("p");
+    let path = dir.path().join("p");
     let options = PoolOptions::new(2 << 20)
         .chunk_size(16 << 10)
         .lanes(4)
