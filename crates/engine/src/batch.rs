@@ -3,6 +3,8 @@
 //! crate). Each write still takes effect in the index on its own, in order: concurrent readers
 //! may see a batch half applied.
 
+use std::ops::Range;
+
 use wal_checkpoint::BatchOp;
 
 use crate::db::DbInner;
@@ -37,13 +39,14 @@ impl<K: TableKey> BatchTable<K> for HashTable<K> {
     }
 }
 
-/// One write of a batch.
+/// One write of a batch; its key and value lie in the batch's byte buffer.
 struct Write {
     table: u32,
     store: AnyStore,
-    key: Vec<u8>,
-    /// `None` for a remove.
-    value: Option<Vec<u8>>,
+    /// The encoded key's place in the buffer.
+    key: Range<usize>,
+    /// The value's place in the buffer; `None` for a remove.
+    value: Option<Range<usize>>,
 }
 
 /// Puts and removes over any tables of one database, applied by [`crate::Db::write`] and
@@ -65,6 +68,8 @@ struct Write {
 pub struct WriteBatch {
     db: Option<u64>,
     writes: Vec<Write>,
+    /// Every write's encoded key and value, back to back (one allocation for the batch).
+    bytes: Vec<u8>,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -127,13 +132,32 @@ impl WriteBatch {
             return Err(Error::ForeignTable);
         }
         self.db = Some(db);
+        let key = self.append(&K::encode(key));
+        let value = value.map(|value| self.append(value));
         self.writes.push(Write {
             table: id,
             store,
-            key: K::encode(key).into_owned(),
-            value: value.map(<[u8]>::to_vec),
+            key,
+            value,
         });
         Ok(())
+    }
+
+    /// Appends `bytes` to the buffer; their place there.
+    fn append(&mut self, bytes: &[u8]) -> Range<usize> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        start..self.bytes.len()
+    }
+
+    /// The encoded key of `write`.
+    fn key(&self, write: &Write) -> &[u8] {
+        &self.bytes[write.key.clone()]
+    }
+
+    /// The value of `write`; `None` for a remove.
+    fn value(&self, write: &Write) -> Option<&[u8]> {
+        write.value.clone().map(|value| &self.bytes[value])
     }
 
     /// Applies the batch to `db` (through its log, when it has one).
@@ -147,15 +171,16 @@ impl WriteBatch {
         let words: Vec<Option<u64>> = self
             .writes
             .iter()
-            .map(|w| w.value.as_deref().map(value::encode))
+            .map(|w| self.value(w).map(value::encode))
             .collect();
         // `Some(old)` once write `i` took effect in its index.
         let mut applied: Vec<Option<Option<u64>>> = vec![None; self.writes.len()];
         let mut apply = |i: usize| {
             let write = &self.writes[i];
+            let key = self.key(write);
             applied[i] = Some(match words[i] {
-                Some(word) => write.store.install_encoded(&write.key, word),
-                None => write.store.uninstall_encoded(&write.key),
+                Some(word) => write.store.install_encoded(key, word),
+                None => write.store.uninstall_encoded(key),
             });
         };
         let logged = match &db.wal {
@@ -167,15 +192,15 @@ impl WriteBatch {
                 let ops: Vec<BatchOp<'_>> = self
                     .writes
                     .iter()
-                    .map(|w| match &w.value {
+                    .map(|w| match self.value(w) {
                         Some(value) => BatchOp::Put {
                             table: w.table,
-                            key: &w.key,
+                            key: self.key(w),
                             value,
                         },
                         None => BatchOp::Remove {
                             table: w.table,
-                            key: &w.key,
+                            key: self.key(w),
                         },
                     })
                     .collect();

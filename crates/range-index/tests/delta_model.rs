@@ -10,9 +10,8 @@ use std::fmt::Debug;
 use std::ptr;
 
 use concurrency::RecordCell;
-use learned_model::Key;
 use proptest::prelude::*;
-use range_index::xindex::DeltaIndex;
+use range_index::xindex::{DeltaIndex, IndexKey};
 
 #[derive(Debug, Clone)]
 enum Op<K> {
@@ -38,7 +37,7 @@ struct Slot {
     cell: *const RecordCell,
 }
 
-fn query<K: Key>(key: &K) -> &K::Query {
+fn query<K: IndexKey>(key: &K) -> &K::Query {
     key.borrow()
 }
 
@@ -48,7 +47,7 @@ fn same_cell(cell: &RecordCell, slot: &Slot) -> bool {
     ptr::eq(cell, slot.cell) && value == slot.value && meta.is_removed() == slot.removed
 }
 
-fn run<K: Key, const FANOUT: usize>(ops: &[Op<K>]) -> Result<(), TestCaseError> {
+fn run<K: IndexKey, const FANOUT: usize>(ops: &[Op<K>]) -> Result<(), TestCaseError> {
     let index = DeltaIndex::<K, FANOUT>::new();
     let mut model: BTreeMap<K, Slot> = BTreeMap::new();
     for op in ops {
@@ -118,7 +117,7 @@ fn run<K: Key, const FANOUT: usize>(ops: &[Op<K>]) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-fn check_iteration<'a, K: Key>(
+fn check_iteration<'a, K: IndexKey>(
     got: impl Iterator<Item = (&'a K, &'a RecordCell)>,
     want: impl Iterator<Item = (&'a K, &'a Slot)>,
 ) -> Result<(), TestCaseError> {
@@ -142,12 +141,21 @@ fn u64_key() -> impl Strategy<Value = u64> + Clone {
     ]
 }
 
-/// Short strings over four bytes, the empty string included: many keys are prefixes of others.
+/// Strings over four bytes, the empty string included: many keys are prefixes of others, and
+/// many share their first eight bytes (the nodes' summaries), so that summary ties go to the
+/// keys.
 fn byte_key() -> impl Strategy<Value = Vec<u8>> + Clone {
-    prop::collection::vec(
-        prop_oneof![Just(0_u8), Just(1), Just(b'a'), Just(0xff)],
-        0..6,
-    )
+    let bytes = |len| {
+        prop::collection::vec(
+            prop_oneof![Just(0_u8), Just(1), Just(b'a'), Just(0xff)],
+            len,
+        )
+    };
+    prop_oneof![
+        bytes(0..6),
+        bytes(0..5).prop_map(|tail| [b"aaaaaaa".as_slice(), &tail].concat()),
+        bytes(0..12),
+    ]
 }
 
 fn ops<S>(key: S, max_len: usize) -> impl Strategy<Value = Vec<Op<S::Value>>>

@@ -2,7 +2,8 @@
 //! pre-filled keys put the next insert one step from a split: an insert that splits a leaf (the
 //! root leaf; a leaf under an inner node; a leaf, then the inner root it filled) against
 //! optimistic lookups of moved keys, an update of a moved neighbour through its cell's lock, and
-//! an iteration; and two inserts of the same absent key.
+//! an iteration; two inserts of the same absent key; and a split among byte keys whose summaries
+//! tie.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p range-index
 //! --test loom_delta`.
@@ -148,5 +149,26 @@ fn same_absent_key_is_inserted_once() {
         assert!(std::ptr::eq(cell, other_cell), "one cell for 25");
         assert_eq!(value_of(tree, 25), Some(if inserted { 2 } else { 1 }));
         assert_keys(tree, &[10, 20, 25, 30, 40]);
+    });
+}
+
+/// Case 13 with byte keys that share their first eight bytes, so that every comparison ties on
+/// the nodes' summaries and goes to the entries' keys: the root leaf splits under an insert
+/// while the main thread looks up a moved key.
+#[test]
+fn root_leaf_split_vs_get_with_tied_summaries() {
+    common::model(|| {
+        let key = |last: u8| [b"summary!".as_slice(), &[last]].concat();
+        let tree: &'static DeltaIndex<Vec<u8>, 4> = Box::leak(Box::new(DeltaIndex::new()));
+        for last in [10, 20, 30, 40] {
+            assert!(tree.get_or_insert(key(last), u64::from(last)).1);
+        }
+        let inserter = thread::spawn(move || assert!(tree.get_or_insert(key(25), 25).1));
+        thread::yield_now();
+        let seen = tree.get(&key(30)).map(|cell| cell.read().1);
+        assert_eq!(seen, Some(30), "get of a moved key during the split");
+        inserter.join().expect("the inserter does not panic");
+        let keys: Vec<Vec<u8>> = tree.iter().map(|(key, _)| key.clone()).collect();
+        assert_eq!(keys, [10, 20, 25, 30, 40].map(key));
     });
 }

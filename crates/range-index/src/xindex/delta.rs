@@ -64,18 +64,28 @@
 //!   the most entries of a leaf; it defaults to the reference code's 16. Loom models use 4 so
 //!   that a few inserts split.
 //!
-//! Costs: every key comparison dereferences an entry pointer (a likely cache miss on a cold
-//! node, and for byte-string keys a second one to the key's bytes); each key costs one boxed
-//! entry (the key plus a 16-byte cell) and one slot in a leaf.
+//! - **Summaries beside the pointers.** Each key slot also holds the key's 64-bit order summary
+//!   ([`IndexKey::summary`]: the key itself for `u64`, the first eight bytes of a byte string),
+//!   written with the pointer under the node's lock. Descents compare summaries and dereference
+//!   an entry only on a tie of a key type whose summary is not the whole key; a leaf match is
+//!   always confirmed on the entry's key, so a torn summary can at worst cause a miss that the
+//!   leaf's validation then rejects.
+//!
+//! Costs: a descent touches one node per level and, for byte strings, an entry (and its key's
+//! bytes) only on summary ties and for the final match; each key costs one boxed entry (the key
+//! plus a 16-byte cell) and one slot (pointer and summary) in a leaf.
 
+use std::cmp;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem;
 use std::ptr;
 
-use concurrency::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use concurrency::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
-use learned_model::Key;
+
+use crate::xindex::key::IndexKey;
+use crate::xindex::prefetch;
 
 /// One key and its record cell, boxed once and never moved or freed before the tree is dropped.
 struct Entry<K> {
@@ -83,21 +93,25 @@ struct Entry<K> {
     cell: RecordCell,
 }
 
-impl<K: Key> Entry<K> {
+impl<K: IndexKey> Entry<K> {
     /// The key in its lookup form.
     fn query(&self) -> &K::Query {
         self.key.borrow()
     }
 }
 
-/// A leaf or inner node. Every field a reader may race with a writer on is atomic.
+/// A leaf or inner node. Every field a reader may race with a writer on is atomic. The fields
+/// a search reads first (lock, count, summaries) come first, in this order.
+#[repr(C)]
 struct Node<K, const FANOUT: usize> {
     /// The OLC version lock.
     lock: NodeLock,
-    /// Set at creation and never changed: a node stays at its level for its whole life.
-    is_leaf: bool,
     /// Entries in a leaf (at most `FANOUT`), separators in an inner node (at most `FANOUT - 1`).
     count: AtomicUsize,
+    /// Set at creation and never changed: a node stays at its level for its whole life.
+    is_leaf: bool,
+    /// The summary ([`IndexKey::summary`]) of the key in each key slot, stored with it.
+    summaries: [AtomicU64; FANOUT],
     /// Leaf: the entries, in key order. Inner: the separators, in key order.
     keys: [AtomicPtr<Entry<K>>; FANOUT],
     /// Inner only: `count + 1` children; child `i` holds the keys in `[keys[i - 1], keys[i])`.
@@ -106,12 +120,13 @@ struct Node<K, const FANOUT: usize> {
     next: AtomicPtr<Node<K, FANOUT>>,
 }
 
-impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
     fn new(is_leaf: bool) -> Self {
         Self {
             lock: NodeLock::new(),
-            is_leaf,
             count: AtomicUsize::new(0),
+            is_leaf,
+            summaries: std::array::from_fn(|_| AtomicU64::new(0)),
             keys: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             children: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             next: AtomicPtr::new(ptr::null_mut()),
@@ -126,6 +141,17 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
     /// The raw pointer in key slot `i` (a writer moving it, or [`Drop`] freeing it).
     fn entry_ptr(&self, i: usize) -> *mut Entry<K> {
         self.keys[i].load(Ordering::Acquire)
+    }
+
+    /// Key slot `i`: its pointer and summary (a writer moving it).
+    fn slot(&self, i: usize) -> (*mut Entry<K>, u64) {
+        (self.entry_ptr(i), self.summaries[i].load(Ordering::Relaxed))
+    }
+
+    /// Stores `(entry, summary)` in key slot `i` (write-locked node, or one not yet published).
+    fn set_slot(&self, i: usize, (entry, summary): (*mut Entry<K>, u64)) {
+        self.summaries[i].store(summary, Ordering::Relaxed);
+        self.keys[i].store(entry, Ordering::Release);
     }
 
     /// The raw pointer in child slot `i`.
@@ -145,9 +171,13 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
         unsafe { entry.as_ref() }
     }
 
-    /// The node in child slot `i`; `None` as for [`entry`](Self::entry).
+    /// The node in child slot `i`, its search fields requested from memory together; `None`
+    /// as for [`entry`](Self::entry).
     fn child(&self, i: usize) -> Option<&Self> {
         let child = self.children.get(i)?.load(Ordering::Acquire);
+        for offset in (0..mem::offset_of!(Self, keys)).step_by(prefetch::LINE) {
+            prefetch::line(child.cast::<u8>().wrapping_add(offset));
+        }
         // SAFETY: every non-null pointer ever stored in a child slot is a node of this tree,
         // boxed and initialised before a `Release` store published it; nodes are never retired
         // and are freed only by `DeltaIndex::drop` (`&mut` of the tree), as for `entry`.
@@ -161,18 +191,32 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
         unsafe { next.as_ref() }
     }
 
-    /// The number of leading keys among the first `count` for which `pred` holds (`pred` must
-    /// hold for a prefix of a consistent node). Fails on an empty slot, which only a reader of
-    /// an inconsistent state can meet; a reader must validate before trusting the result.
+    /// How the key in slot `i` compares with `key` (of summary `summary`): by the summaries,
+    /// and on a tie by the entry's key unless the summaries are the keys. Fails on an empty
+    /// slot, which only a reader of an inconsistent state can meet.
+    fn compare(&self, i: usize, key: &K::Query, summary: u64) -> Result<cmp::Ordering, Restart> {
+        match self.summaries[i].load(Ordering::Relaxed).cmp(&summary) {
+            cmp::Ordering::Equal if !K::SUMMARY_IS_KEY => {
+                Ok(self.entry(i).ok_or(Restart)?.query().cmp(key))
+            }
+            order => Ok(order),
+        }
+    }
+
+    /// The number of leading keys among the first `count` that are below `key` (of summary
+    /// `summary`; with `inclusive`, at or below it). A reader must validate before trusting the
+    /// result.
     fn partition_point(
         &self,
         count: usize,
-        pred: impl Fn(&K::Query) -> bool,
+        (key, summary): (&K::Query, u64),
+        inclusive: bool,
     ) -> Result<usize, Restart> {
         let (mut lo, mut hi) = (0, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if pred(self.entry(mid).ok_or(Restart)?.query()) {
+            let order = self.compare(mid, key, summary)?;
+            if order.is_lt() || (inclusive && order.is_eq()) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -183,13 +227,16 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
 
     /// Inner node: the slot of the child whose range holds `key`.
     fn child_index(&self, key: &K::Query) -> Result<usize, Restart> {
-        self.partition_point(self.count(), |k| k <= key)
+        self.partition_point(self.count(), (key, K::summary(key)), true)
     }
 
-    /// Leaf: the position of `key` among the first `count` entries, and its entry if present.
+    /// Leaf: the position of `key` among the first `count` entries, and its entry if present
+    /// (confirmed on the entry's own key).
     fn search(&self, count: usize, key: &K::Query) -> Result<(usize, Option<&Entry<K>>), Restart> {
-        let pos = self.partition_point(count, |k| k < key)?;
-        if pos < count {
+        let summary = K::summary(key);
+        let pos = self.partition_point(count, (key, summary), false)?;
+        // Only an equal summary can be the key's entry: a different one needs no dereference.
+        if pos < count && self.summaries[pos].load(Ordering::Relaxed) == summary {
             let entry = self.entry(pos).ok_or(Restart)?;
             if entry.query() == key {
                 return Ok((pos, Some(entry)));
@@ -209,7 +256,7 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
     ) -> Result<Option<&'a Self>, Restart> {
         let count = self.count();
         let from = match start {
-            Some(start) => self.partition_point(count, |k| k < start)?,
+            Some(start) => self.partition_point(count, (start, K::summary(start)), false)?,
             None => 0,
         };
         for (i, slot) in out.iter_mut().enumerate() {
@@ -224,24 +271,25 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
         Ok(next)
     }
 
-    /// Leaf, write-locked and not full: puts `entry` at `pos`, shifting the entries after it.
-    fn insert_entry(&self, pos: usize, entry: *mut Entry<K>) {
+    /// Leaf, write-locked and not full: puts `entry` (with its summary) at `pos`, shifting the
+    /// entries after it.
+    fn insert_entry(&self, pos: usize, entry: (*mut Entry<K>, u64)) {
         let count = self.count();
         for i in (pos..count).rev() {
-            self.keys[i + 1].store(self.entry_ptr(i), Ordering::Release);
+            self.set_slot(i + 1, self.slot(i));
         }
-        self.keys[pos].store(entry, Ordering::Release);
+        self.set_slot(pos, entry);
         self.count.store(count + 1, Ordering::Relaxed);
     }
 
     /// Inner node, write-locked and not full: puts `separator` at `pos` and `child` right of it.
-    fn insert_child(&self, pos: usize, separator: *mut Entry<K>, child: *mut Self) {
+    fn insert_child(&self, pos: usize, separator: (*mut Entry<K>, u64), child: *mut Self) {
         let count = self.count();
         for i in (pos..count).rev() {
-            self.keys[i + 1].store(self.entry_ptr(i), Ordering::Release);
+            self.set_slot(i + 1, self.slot(i));
             self.children[i + 2].store(self.child_ptr(i + 1), Ordering::Release);
         }
-        self.keys[pos].store(separator, Ordering::Release);
+        self.set_slot(pos, separator);
         self.children[pos + 1].store(child, Ordering::Release);
         self.count.store(count + 1, Ordering::Relaxed);
     }
@@ -255,7 +303,7 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
         let right = Self::new(self.is_leaf);
         if self.is_leaf {
             for (to, from) in (mid..count).enumerate() {
-                right.keys[to].store(self.entry_ptr(from), Ordering::Release);
+                right.set_slot(to, self.slot(from));
             }
             right.count.store(count - mid, Ordering::Relaxed);
             right
@@ -263,7 +311,7 @@ impl<K: Key, const FANOUT: usize> Node<K, FANOUT> {
                 .store(self.next.load(Ordering::Acquire), Ordering::Release);
         } else {
             for (to, from) in (mid + 1..count).enumerate() {
-                right.keys[to].store(self.entry_ptr(from), Ordering::Release);
+                right.set_slot(to, self.slot(from));
             }
             for (to, from) in (mid + 1..=count).enumerate() {
                 right.children[to].store(self.child_ptr(from), Ordering::Release);
@@ -352,7 +400,7 @@ enum Step<'a, K, const FANOUT: usize> {
 /// assert!(buffer.get(&7).is_some_and(|c| c.read().0.is_removed()));
 /// assert_eq!(buffer.len(), 1);
 /// ```
-pub struct DeltaIndex<K: Key, const FANOUT: usize = 16> {
+pub struct DeltaIndex<K: IndexKey, const FANOUT: usize = 16> {
     /// The root node; replaced (never freed) when the root splits.
     root: AtomicPtr<Node<K, FANOUT>>,
     /// The leftmost leaf, which never changes (splits keep the left half in place). An atomic
@@ -366,7 +414,7 @@ pub struct DeltaIndex<K: Key, const FANOUT: usize = 16> {
     _owns: PhantomData<K>,
 }
 
-impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     /// An empty delta index (one empty leaf).
     pub fn new() -> Self {
         const {
@@ -412,8 +460,9 @@ impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
                 Ok(Step::Found(entry)) => return (&entry.cell, false),
                 Ok(Step::Vacant { leaf, pos, guard }) => {
                     let cell = RecordCell::new(RecordMeta::new(), value);
+                    let summary = K::summary(key.borrow());
                     let entry = Box::into_raw(Box::new(Entry { key, cell }));
-                    leaf.insert_entry(pos, entry);
+                    leaf.insert_entry(pos, (entry, summary));
                     self.len.fetch_add(1, Ordering::Relaxed);
                     guard.unlock();
                     // SAFETY: `entry` was just boxed and now belongs to the tree, which never
@@ -582,7 +631,7 @@ impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         // Both versions held, so `node` is full and `parent` is not (the descent checked both).
         // Everything that can fail is done before the first store.
         let mid = node.count() / 2;
-        let separator = node.entry_ptr(mid);
+        let separator = node.slot(mid);
         let parent = match parent {
             Some((parent, parent_guard)) => {
                 let key = node.entry(mid).ok_or(Restart)?.query();
@@ -600,7 +649,7 @@ impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
             // pointer `node` was boxed as.
             let old_root = self.root.load(Ordering::Acquire);
             let root = Node::new(false);
-            root.keys[0].store(separator, Ordering::Release);
+            root.set_slot(0, separator);
             root.children[0].store(old_root, Ordering::Release);
             root.children[1].store(right, Ordering::Release);
             root.count.store(1, Ordering::Relaxed);
@@ -614,13 +663,13 @@ impl<K: Key, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     }
 }
 
-impl<K: Key, const FANOUT: usize> Default for DeltaIndex<K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> Default for DeltaIndex<K, FANOUT> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<K: Key, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeltaIndex")
             .field("len", &self.len())
@@ -629,7 +678,7 @@ impl<K: Key, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
     }
 }
 
-impl<K: Key, const FANOUT: usize> Drop for DeltaIndex<K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> Drop for DeltaIndex<K, FANOUT> {
     fn drop(&mut self) {
         // SAFETY: `&mut self` excludes every other access; the root reaches every node once.
         unsafe { Node::free_subtree(self.root.load(Ordering::Acquire)) };
@@ -638,7 +687,7 @@ impl<K: Key, const FANOUT: usize> Drop for DeltaIndex<K, FANOUT> {
 
 /// An iterator over a [`DeltaIndex`] in key order, from [`DeltaIndex::iter`] or
 /// [`DeltaIndex::iter_from`]: yields each key with its cell, removed entries included.
-pub struct DeltaIter<'a, K: Key, const FANOUT: usize = 16> {
+pub struct DeltaIter<'a, K: IndexKey, const FANOUT: usize = 16> {
     /// The validated entries of the current leaf not yet yielded, from `pos` on.
     snapshot: [Option<&'a Entry<K>>; FANOUT],
     pos: usize,
@@ -646,7 +695,7 @@ pub struct DeltaIter<'a, K: Key, const FANOUT: usize = 16> {
     next_leaf: Option<&'a Node<K, FANOUT>>,
 }
 
-impl<'a, K: Key, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT> {
+impl<'a, K: IndexKey, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT> {
     type Item = (&'a K, &'a RecordCell);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -678,7 +727,7 @@ impl<'a, K: Key, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT> {
     }
 }
 
-impl<K: Key, const FANOUT: usize> fmt::Debug for DeltaIter<'_, K, FANOUT> {
+impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaIter<'_, K, FANOUT> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pending = self.snapshot.iter().flatten().count();
         f.debug_struct("DeltaIter")
@@ -693,7 +742,7 @@ mod tests {
     use super::*;
 
     /// Checks the tree's structure in a quiescent state and returns its height.
-    fn check<K: Key, const FANOUT: usize>(index: &DeltaIndex<K, FANOUT>) -> usize {
+    fn check<K: IndexKey, const FANOUT: usize>(index: &DeltaIndex<K, FANOUT>) -> usize {
         let mut leaves = Vec::new();
         let mut nodes = 0;
         let height = check_node(index.root_node(), true, None, None, &mut leaves, &mut nodes);
@@ -713,7 +762,7 @@ mod tests {
 
     /// Checks the subtree at `node` (keys in `[lo, hi)`), collecting its leaves in order;
     /// returns its height.
-    fn check_node<'a, K: Key, const FANOUT: usize>(
+    fn check_node<'a, K: IndexKey, const FANOUT: usize>(
         node: &'a Node<K, FANOUT>,
         is_root: bool,
         lo: Option<&K>,

@@ -277,12 +277,14 @@ impl<K: IndexKey> Group<K> {
             }
             Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
         };
-        if K::HINTED
-            && let Some(cell) = self.cells().get(pos)
-        {
+        if K::HINTED {
+            // A different hint is a different key: no need to touch the key's heap block.
+            if self.records.hints().get(pos) != Some(&K::hint(key)) {
+                return None;
+            }
             // The hinted search has not touched the key's heap block yet: let the cell's miss
             // overlap the key's in the comparison below.
-            prefetch::line(cell);
+            prefetch::line(&self.cells()[pos]);
         }
         keys.get(pos)
             .is_some_and(|k| k.borrow() == key)

@@ -58,6 +58,13 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
 
     /// The hint of `query`, monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
     fn hint(query: &Self::Query) -> Self::Hint;
+
+    /// Whether equal summaries ([`summary`](Self::summary)) mean equal keys.
+    const SUMMARY_IS_KEY: bool;
+
+    /// A 64-bit summary of `query`, monotone in the key order (`summary(a) < summary(b)`
+    /// implies `a < b`), which the delta index keeps beside its pointers to out-of-line keys.
+    fn summary(query: &Self::Query) -> u64;
 }
 
 /// How many of `pivots` are `<= key`, given the lower bound `lb` of `key` in `pivots`.
@@ -145,6 +152,13 @@ impl IndexKey for u64 {
 
     #[inline]
     fn hint(_: &u64) {}
+
+    const SUMMARY_IS_KEY: bool = true;
+
+    #[inline]
+    fn summary(query: &u64) -> u64 {
+        *query
+    }
 }
 
 /// The greedy grouping parameters of `config` (`et`, `pt`, the group size cap; the crate's
@@ -206,6 +220,14 @@ impl IndexKey for Vec<u8> {
         let len = query.len().min(8);
         bytes[..len].copy_from_slice(&query[..len]);
         u64::from_be_bytes(bytes)
+    }
+
+    const SUMMARY_IS_KEY: bool = false;
+
+    /// The hint: the first eight bytes.
+    #[inline]
+    fn summary(query: &[u8]) -> u64 {
+        Self::hint(query)
     }
 }
 

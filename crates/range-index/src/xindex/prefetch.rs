@@ -5,7 +5,8 @@
 
 /// The most cache lines one window prefetch requests.
 const MAX_LINES: usize = 8;
-const LINE: usize = 64;
+/// The size of a cache line.
+pub(crate) const LINE: usize = 64;
 
 /// Requests the cache lines of `items` (at most [`MAX_LINES`], from its start).
 #[inline]
