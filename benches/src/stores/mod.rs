@@ -98,7 +98,8 @@ pub struct StoreEntry {
     pub open: fn(&Path) -> StoreResult<Box<dyn KvStore>>,
 }
 
-/// Every store, learnkv first.
+/// Every store, learnkv first and sled last (the engine experiment runs them in this order, and
+/// sled leaves threads and cache behind after its drop).
 pub static STORES: &[StoreEntry] = &[
     StoreEntry {
         name: "learnkv",
