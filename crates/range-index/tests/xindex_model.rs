@@ -417,6 +417,40 @@ fn stats_describe_the_structure() {
     assert!(stats.compactions >= 1);
 }
 
+/// Random 24-byte keys defeat greedy grouping's single-model error threshold (its groups of
+/// up to 65,536 keys have mean errors near 70 even with `m` models): the bulk load halves such
+/// groups until their models are within `e`, so the adjustment policy finds nothing to split.
+#[test]
+fn bulk_loaded_string_groups_satisfy_the_policy() {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut keys: Vec<Vec<u8>> = (0..200_000)
+        .map(|_| (0..3).flat_map(|_| next().to_le_bytes()).collect())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let pairs: Vec<(Vec<u8>, u64)> = keys.into_iter().zip(0..).collect();
+    let config = Config {
+        background_threads: 0,
+        ..Config::default()
+    };
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted");
+    let loaded = index.stats();
+    assert!(loaded.mean_error <= 32.0, "{loaded:?}");
+    index.quiesce();
+    let after = index.stats();
+    assert_eq!(
+        (after.model_splits, after.group_splits, after.groups),
+        (0, 0, loaded.groups),
+        "{after:?}"
+    );
+}
+
 #[test]
 fn background_thread_compacts_on_its_own() {
     let config = Config {

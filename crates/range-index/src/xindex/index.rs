@@ -26,7 +26,7 @@ use crate::xindex::background;
 use crate::xindex::config::Config;
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::error::Error;
-use crate::xindex::group::{Group, Records, train, train_within};
+use crate::xindex::group::{Group, Models, Records, mean_error, train, train_within};
 use crate::xindex::key::IndexKey;
 use crate::xindex::record;
 use crate::xindex::restructure::{Phase, Restructure};
@@ -106,8 +106,11 @@ impl<K: IndexKey> XIndex<K> {
     /// Keys are split into groups (integers: optimal piecewise-linear segments under
     /// [`Config::error_bound`]; strings: greedy grouping, §3.4.2), at most
     /// [`Config::max_group_size`] keys each, each with the fewest models (up to
-    /// [`Config::max_models`]) whose error is within the bound. The first group's pivot is
-    /// the smallest key, so later inserts below the first key have a group to go to.
+    /// [`Config::max_models`]) whose error is within the bound; a group whose models cannot
+    /// reach the bound is halved until they do, as the adjustment policy would split it at run
+    /// time (greedy grouping bounds the mean error of one model, the policy the largest errors
+    /// of up to `m`). The first group's pivot is the smallest key, so later inserts below the
+    /// first key have a group to go to.
     pub fn bulk_load(pairs: &[(K, u64)], config: Config) -> Result<Self, Error> {
         config.validate()?;
         if let Some(i) = pairs.windows(2).position(|w| w[0].0 >= w[1].0) {
@@ -117,12 +120,15 @@ impl<K: IndexKey> XIndex<K> {
             return Self::new(config);
         }
         let keys: Vec<K> = pairs.iter().map(|(key, _)| key.clone()).collect();
-        let ranges = K::initial_groups(&keys, &config);
+        let mut ranges = Vec::new();
+        for range in K::initial_groups(&keys, &config) {
+            within_bound(&keys, range, &config, &mut ranges);
+        }
         let mut keys = keys.into_iter();
         let groups = ranges
             .into_iter()
             .enumerate()
-            .map(|(index, range)| {
+            .map(|(index, (range, models))| {
                 let group_keys: Vec<K> = keys.by_ref().take(range.len()).collect();
                 let cells = pairs[range].iter().map(|(_, v)| record::live(*v)).collect();
                 let pivot = if index == 0 {
@@ -130,7 +136,6 @@ impl<K: IndexKey> XIndex<K> {
                 } else {
                     group_keys[0].clone()
                 };
-                let models = train_within(&group_keys, config.error_bound, config.max_models);
                 let spare = config.spare_for(group_keys.len());
                 Box::new(Group::new(
                     pivot,
@@ -289,6 +294,26 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
     fn quiesce(&self) {
         while self.inner.maintenance_pass(0) {}
     }
+}
+
+/// Appends to `out` the groups of `range` (of `keys`) with their models: the range itself if
+/// its models (at most `m`) stay within `e`, else its halves, each refined the same way.
+fn within_bound<K: IndexKey>(
+    keys: &[K],
+    range: std::ops::Range<usize>,
+    config: &Config,
+    out: &mut Vec<(std::ops::Range<usize>, Models<K>)>,
+) {
+    let models = train_within(&keys[range.clone()], config.error_bound, config.max_models);
+    if range.len() < 2 * config.error_bound.max(1)
+        || mean_error::<K>(&models) <= config.error_bound as f64
+    {
+        out.push((range, models));
+        return;
+    }
+    let mid = range.start + range.len() / 2;
+    within_bound(keys, range.start..mid, config, out);
+    within_bound(keys, mid..range.end, config, out);
 }
 
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
