@@ -297,23 +297,28 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 }
 
 /// Appends to `out` the groups of `range` (of `keys`) with their models: the range itself if
-/// its models (at most `m`) stay within `e`, else its halves, each refined the same way.
+/// its models (at most `m`) stay within `e`, else its equal pieces, each refined the same way.
+/// A model's error grows about as the square root of the keys it covers (exactly so on random
+/// keys), so `(error / e)²` pieces are cut at once instead of halving level by level.
 fn within_bound<K: IndexKey>(
     keys: &[K],
     range: std::ops::Range<usize>,
     config: &Config,
     out: &mut Vec<(std::ops::Range<usize>, Models<K>)>,
 ) {
-    let models = train_within(&keys[range.clone()], config.error_bound, config.max_models);
-    if range.len() < 2 * config.error_bound.max(1)
-        || mean_error::<K>(&models) <= config.error_bound as f64
-    {
+    let bound = config.error_bound.max(1);
+    let models = train_within(&keys[range.clone()], bound, config.max_models);
+    let error = mean_error::<K>(&models);
+    if range.len() < 2 * bound || error <= bound as f64 {
         out.push((range, models));
         return;
     }
-    let mid = range.start + range.len() / 2;
-    within_bound(keys, range.start..mid, config, out);
-    within_bound(keys, mid..range.end, config, out);
+    let pieces = ((error / bound as f64).powi(2).ceil() as usize).clamp(2, range.len() / bound);
+    for piece in 0..pieces {
+        let start = range.start + piece * range.len() / pieces;
+        let end = range.start + (piece + 1) * range.len() / pieces;
+        within_bound(keys, start..end, config, out);
+    }
 }
 
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
