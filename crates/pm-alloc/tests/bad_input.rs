@@ -8,8 +8,9 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use pm_alloc::{Corruption, Error, Mode, PAtomicPtr, PPtr, PoolOptions, SimOptions};
+use pm_alloc::{Corruption, Error, Mode, PAtomicPtr, PPtr, Pool, PoolOptions, SimOptions};
 use test_support::TempDir;
 
 fn options() -> PoolOptions {
@@ -35,10 +36,23 @@ fn poke(path: &Path, offset: u64, bytes: &[u8]) {
     file.write_all(bytes).expect("write");
 }
 
+/// Opens the pool at `path` with `options`. A child process that a sibling test spawns holds a
+/// copy of every descriptor of this process until it execs, so the lock of a pool this test has
+/// just closed may stay held for that moment: `Locked` is retried for up to a second.
+fn open_settled(options: &PoolOptions, path: &Path) -> Result<Pool, Error> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        match options.open(path, Mode::Mapped) {
+            Err(Error::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            result => return result,
+        }
+    }
+}
+
 fn open_err(path: &Path) -> Error {
-    options()
-        .open(path, Mode::Mapped)
-        .expect_err("the damaged pool is refused")
+    open_settled(&options(), path).expect_err("the damaged pool is refused")
 }
 
 #[test]
@@ -155,13 +169,17 @@ fn a_grown_file_is_a_size_mismatch() {
         .expect("open");
     file.set_len(2 << 20).expect("grow");
     drop(file);
-    assert!(matches!(
-        open_err(&path),
-        Error::Corrupt {
-            reason: Corruption::SizeMismatch { .. },
-            ..
-        }
-    ));
+    let e = open_err(&path);
+    assert!(
+        matches!(
+            e,
+            Error::Corrupt {
+                reason: Corruption::SizeMismatch { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -188,10 +206,7 @@ fn inconsistent_chunk_table_is_refused() {
 fn layout_mismatch_is_refused() {
     let dir = TempDir::new("layout");
     let path = make(&dir, "p");
-    let e = options()
-        .layout(8)
-        .open(&path, Mode::Mapped)
-        .expect_err("another layout");
+    let e = open_settled(&options().layout(8), &path).expect_err("another layout");
     assert!(
         matches!(
             e,
@@ -209,7 +224,7 @@ fn layout_mismatch_is_refused() {
 fn a_pool_open_twice_in_one_process_is_locked() {
     let dir = TempDir::new("lock");
     let path = make(&dir, "p");
-    let pool = options().open(&path, Mode::Mapped).expect("first open");
+    let pool = open_settled(&options(), &path).expect("first open");
     let e = options()
         .open(&path, Mode::Mapped)
         .expect_err("second open");
@@ -219,9 +234,7 @@ fn a_pool_open_twice_in_one_process_is_locked() {
         Err(Error::AlreadyExists { .. })
     ));
     drop(pool);
-    options()
-        .open(&path, Mode::Mapped)
-        .expect("open after close");
+    open_settled(&options(), &path).expect("open after close");
 }
 
 /// The child side of `a_pool_open_in_another_process_is_locked`: holds the pool open until its
@@ -231,9 +244,7 @@ fn child_holds_pool_open() {
     let Ok(path) = std::env::var("PM_ALLOC_LOCK_CHILD") else {
         return;
     };
-    let _pool = options()
-        .open(&path, Mode::Mapped)
-        .expect("child opens the pool");
+    let _pool = open_settled(&options(), Path::new(&path)).expect("child opens the pool");
     println!("\nPM-ALLOC-CHILD-READY");
     std::io::stdout().flush().expect("flush");
     let mut rest = String::new();
@@ -271,9 +282,7 @@ fn a_pool_open_in_another_process_is_locked() {
     assert!(matches!(e, Error::Locked { .. }), "{e}");
     drop(child.stdin.take());
     assert!(child.wait().expect("the child exits").success());
-    options()
-        .open(&path, Mode::Mapped)
-        .expect("open after the child exits");
+    open_settled(&options(), &path).expect("open after the child exits");
 }
 
 #[test]
