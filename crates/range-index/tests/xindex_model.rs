@@ -219,8 +219,15 @@ fn int_keys() -> BoxedStrategy<u64> {
 }
 
 fn string_keys() -> BoxedStrategy<Vec<u8>> {
-    // Short strings over a tiny alphabet: many keys are prefixes of others ("", "a", "ab").
-    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..3).boxed()
+    // Short strings over a tiny alphabet: many keys are prefixes of others ("", "a", "ab");
+    // and the same behind a shared 8-byte prefix, so that the records' and the delta index's
+    // 8-byte hints tie and the keys decide.
+    let short = prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..3);
+    prop_oneof![
+        short.clone(),
+        short.prop_map(|tail| [b"prefix:a".as_slice(), &tail].concat()),
+    ]
+    .boxed()
 }
 
 /// Foreground operations only (allowed inside compaction phases).
