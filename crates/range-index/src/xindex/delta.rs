@@ -83,9 +83,19 @@ use std::ptr;
 
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
+use learned_model::Key;
 
 use crate::xindex::key::IndexKey;
 use crate::xindex::prefetch;
+
+/// A key being searched for with its summary ([`IndexKey::summary`]), computed once per
+/// operation and compared at every level.
+type Probe<'a, K> = (&'a <K as Key>::Query, u64);
+
+/// The probe of `key`.
+fn probe<K: IndexKey>(key: &K::Query) -> Probe<'_, K> {
+    (key, K::summary(key))
+}
 
 /// One key and its record cell, boxed once and never moved or freed before the tree is dropped.
 struct Entry<K> {
@@ -203,13 +213,12 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
         }
     }
 
-    /// The number of leading keys among the first `count` that are below `key` (of summary
-    /// `summary`; with `inclusive`, at or below it). A reader must validate before trusting the
-    /// result.
+    /// The number of leading keys among the first `count` that are below the probed key (with
+    /// `inclusive`, at or below it). A reader must validate before trusting the result.
     fn partition_point(
         &self,
         count: usize,
-        (key, summary): (&K::Query, u64),
+        (key, summary): Probe<'_, K>,
         inclusive: bool,
     ) -> Result<usize, Restart> {
         let (mut lo, mut hi) = (0, count);
@@ -225,16 +234,19 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
         Ok(lo)
     }
 
-    /// Inner node: the slot of the child whose range holds `key`.
-    fn child_index(&self, key: &K::Query) -> Result<usize, Restart> {
-        self.partition_point(self.count(), (key, K::summary(key)), true)
+    /// Inner node: the slot of the child whose range holds the probed key.
+    fn child_index(&self, probe: Probe<'_, K>) -> Result<usize, Restart> {
+        self.partition_point(self.count(), probe, true)
     }
 
-    /// Leaf: the position of `key` among the first `count` entries, and its entry if present
-    /// (confirmed on the entry's own key).
-    fn search(&self, count: usize, key: &K::Query) -> Result<(usize, Option<&Entry<K>>), Restart> {
-        let summary = K::summary(key);
-        let pos = self.partition_point(count, (key, summary), false)?;
+    /// Leaf: the position of the probed key among the first `count` entries, and its entry if
+    /// present (confirmed on the entry's own key).
+    fn search(
+        &self,
+        count: usize,
+        probe @ (key, summary): Probe<'_, K>,
+    ) -> Result<(usize, Option<&Entry<K>>), Restart> {
+        let pos = self.partition_point(count, probe, false)?;
         // Only an equal summary can be the key's entry: a different one needs no dereference.
         if pos < count && self.summaries[pos].load(Ordering::Relaxed) == summary {
             let entry = self.entry(pos).ok_or(Restart)?;
@@ -251,12 +263,12 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
     fn read_leaf<'a>(
         &'a self,
         version: Version,
-        start: Option<&K::Query>,
+        start: Option<Probe<'_, K>>,
         out: &mut [Option<&'a Entry<K>>; FANOUT],
     ) -> Result<Option<&'a Self>, Restart> {
         let count = self.count();
         let from = match start {
-            Some(start) => self.partition_point(count, (start, K::summary(start)), false)?,
+            Some(start) => self.partition_point(count, start, false)?,
             None => 0,
         };
         for (i, slot) in out.iter_mut().enumerate() {
@@ -438,7 +450,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     pub fn get(&self, key: &K::Query) -> Option<&RecordCell> {
         let mut backoff = Backoff::new();
         loop {
-            match self.try_get(key) {
+            match self.try_get(probe::<K>(key)) {
                 Ok(found) => return found.map(|entry| &entry.cell),
                 Err(Restart) => backoff.snooze(),
             }
@@ -454,13 +466,12 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     /// point of XIndex's "insert into buffer".
     pub fn get_or_insert(&self, key: K, value: u64) -> (&RecordCell, bool) {
         let mut backoff = Backoff::new();
+        let summary = K::summary(key.borrow());
         loop {
-            let query: &K::Query = key.borrow();
-            match self.find_or_lock(query) {
+            match self.find_or_lock((key.borrow(), summary)) {
                 Ok(Step::Found(entry)) => return (&entry.cell, false),
                 Ok(Step::Vacant { leaf, pos, guard }) => {
                     let cell = RecordCell::new(RecordMeta::new(), value);
-                    let summary = K::summary(key.borrow());
                     let entry = Box::into_raw(Box::new(Entry { key, cell }));
                     leaf.insert_entry(pos, (entry, summary));
                     self.len.fetch_add(1, Ordering::Relaxed);
@@ -505,6 +516,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         let mut backoff = Backoff::new();
         // The first leaf is read at the version its lookup validated, so it is the leaf whose
         // range holds `start`, and every key of the leaves after it is above `start`.
+        let start = probe::<K>(start);
         let next_leaf = loop {
             let attempt = self
                 .find_leaf(start)
@@ -554,11 +566,11 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         Ok((root, version))
     }
 
-    /// The leaf whose range holds `key`, and its version (lock coupling from the root).
-    fn find_leaf(&self, key: &K::Query) -> Result<(&Node<K, FANOUT>, Version), Restart> {
+    /// The leaf whose range holds the probed key, and its version (lock coupling from the root).
+    fn find_leaf(&self, probe: Probe<'_, K>) -> Result<(&Node<K, FANOUT>, Version), Restart> {
         let (mut node, mut version) = self.read_root()?;
         while !node.is_leaf {
-            let child = node.child(node.child_index(key)?).ok_or(Restart)?;
+            let child = node.child(node.child_index(probe)?).ok_or(Restart)?;
             let child_version = child.lock.read_lock()?;
             node.lock.validate(version)?;
             (node, version) = (child, child_version);
@@ -566,9 +578,9 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         Ok((node, version))
     }
 
-    fn try_get(&self, key: &K::Query) -> Result<Option<&Entry<K>>, Restart> {
-        let (leaf, version) = self.find_leaf(key)?;
-        let (_, found) = leaf.search(leaf.count(), key)?;
+    fn try_get(&self, probe: Probe<'_, K>) -> Result<Option<&Entry<K>>, Restart> {
+        let (leaf, version) = self.find_leaf(probe)?;
+        let (_, found) = leaf.search(leaf.count(), probe)?;
         // A matched entry is the key's only entry, immortal: no validation needed. A miss is
         // only true of a consistent leaf.
         if found.is_none() {
@@ -579,7 +591,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
 
     /// One insert attempt: the key's entry, or its leaf locked with room for it, or a split of a
     /// full node on the way (after which the caller restarts).
-    fn find_or_lock(&self, key: &K::Query) -> Result<Step<'_, K, FANOUT>, Restart> {
+    fn find_or_lock(&self, probe: Probe<'_, K>) -> Result<Step<'_, K, FANOUT>, Restart> {
         let (mut node, mut version) = self.read_root()?;
         let mut parent = None;
         while !node.is_leaf {
@@ -587,14 +599,14 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
                 self.split(parent, node, version)?;
                 return Ok(Step::Split);
             }
-            let child = node.child(node.child_index(key)?).ok_or(Restart)?;
+            let child = node.child(node.child_index(probe)?).ok_or(Restart)?;
             let child_version = child.lock.read_lock()?;
             node.lock.validate(version)?;
             parent = Some((node, version));
             (node, version) = (child, child_version);
         }
         let count = node.count();
-        let (pos, found) = node.search(count, key)?;
+        let (pos, found) = node.search(count, probe)?;
         if let Some(entry) = found {
             return Ok(Step::Found(entry));
         }
@@ -635,7 +647,11 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         let parent = match parent {
             Some((parent, parent_guard)) => {
                 let key = node.entry(mid).ok_or(Restart)?.query();
-                Some((parent, parent_guard, parent.child_index(key)?))
+                Some((
+                    parent,
+                    parent_guard,
+                    parent.child_index((key, separator.1))?,
+                ))
             }
             None => None,
         };
