@@ -121,10 +121,7 @@ unsafe fn bytes<'a>(word: u64) -> &'a Vec<u8> {
 impl HashKey for Vec<u8> {
     #[inline]
     fn model_input(key: &[u8]) -> u64 {
-        let mut prefix = [0u8; 8];
-        let n = key.len().min(8);
-        prefix[..n].copy_from_slice(&key[..n]);
-        u64::from_be_bytes(prefix)
+        learned_model::prefix_word(key)
     }
 
     fn hash(key: &[u8]) -> u64 {

@@ -52,3 +52,22 @@ pub fn offset_from_pivot(key: u64, pivot: u64) -> f64 {
         -((pivot - key) as f64)
     }
 }
+
+/// The first eight bytes of `bytes`, big-endian, zero-padded: a `u64` monotone in the byte
+/// order (`prefix_word(a) < prefix_word(b)` implies `a < b`), equal for strings that agree on
+/// their first eight bytes up to trailing zeros. Indexes use it as a cheap summary of a byte
+/// key that orders most pairs without touching the key.
+///
+/// ```
+/// use learned_model::prefix_word;
+/// assert!(prefix_word(b"apple") < prefix_word(b"apricot"));
+/// assert_eq!(prefix_word(b"a"), prefix_word(b"a\0"));
+/// assert_eq!(prefix_word(b"abcdefgh1"), prefix_word(b"abcdefgh2"));
+/// ```
+#[inline]
+pub fn prefix_word(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    let len = bytes.len().min(8);
+    word[..len].copy_from_slice(&bytes[..len]);
+    u64::from_be_bytes(word)
+}

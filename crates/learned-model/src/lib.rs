@@ -41,7 +41,7 @@ mod string_model;
 
 pub use error::{Error, Result};
 pub use grouping::GreedyGrouping;
-pub use key::{Key, offset_from_pivot};
+pub use key::{Key, offset_from_pivot, prefix_word};
 pub use linear::LinearModel;
 pub use model::{ErrorBounds, KeyModel};
 pub use partial_key::PartialKeyLayout;

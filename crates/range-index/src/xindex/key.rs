@@ -10,7 +10,7 @@
 use std::fmt::Debug;
 use std::ops::Range;
 
-use learned_model::{GreedyGrouping, Key, PiecewiseRoot, Rmi, optimal_segments};
+use learned_model::{GreedyGrouping, Key, PiecewiseRoot, Rmi, optimal_segments, prefix_word};
 
 use crate::xindex::config::Config;
 
@@ -212,22 +212,18 @@ impl IndexKey for Vec<u8> {
 
     const HINTED: bool = true;
 
-    /// The first eight bytes, big-endian, zero-padded: truncating and padding keep the order
-    /// of any two strings or make them equal, so unequal hints order their keys.
+    /// The first eight bytes ([`prefix_word`]): unequal hints order their keys.
     #[inline]
     fn hint(query: &[u8]) -> u64 {
-        let mut bytes = [0u8; 8];
-        let len = query.len().min(8);
-        bytes[..len].copy_from_slice(&query[..len]);
-        u64::from_be_bytes(bytes)
+        prefix_word(query)
     }
 
     const SUMMARY_IS_KEY: bool = false;
 
-    /// The hint: the first eight bytes.
+    /// The first eight bytes ([`prefix_word`]), as the hint.
     #[inline]
     fn summary(query: &[u8]) -> u64 {
-        Self::hint(query)
+        prefix_word(query)
     }
 }
 
