@@ -101,6 +101,21 @@ impl StringModel {
         &self.weights
     }
 
+    /// [`KeyModel::lower_bound`] over any slice holding the trained keys' bytes: compares
+    /// only the bytes after the common prefix.
+    pub fn lower_bound_of<S: AsRef<[u8]>>(&self, keys: &[S], key: &[u8]) -> usize {
+        match self.layout.compare_prefix(key) {
+            Ordering::Less => 0,
+            Ordering::Greater => keys.len(),
+            Ordering::Equal => {
+                let skip = self.layout.prefix_len();
+                let suffix = &key[skip..];
+                let window = self.bounds.window(self.predict_bytes(key), keys.len());
+                search::lower_bound_in_by(keys, window, |k| &k.as_ref()[skip..] < suffix)
+            }
+        }
+    }
+
     #[inline]
     fn predict_bytes(&self, key: &[u8]) -> usize {
         match self.layout.compare_prefix(key) {
@@ -180,16 +195,8 @@ impl KeyModel<Vec<u8>> for StringModel {
     }
 
     /// The lower bound, comparing only the bytes after the group's common prefix.
+    #[inline]
     fn lower_bound(&self, keys: &[Vec<u8>], key: &[u8]) -> usize {
-        match self.layout.compare_prefix(key) {
-            Ordering::Less => 0,
-            Ordering::Greater => keys.len(),
-            Ordering::Equal => {
-                let skip = self.layout.prefix_len();
-                let suffix = &key[skip..];
-                let window = self.bounds.window(self.predict_bytes(key), keys.len());
-                search::lower_bound_in_by(keys, window, |k| &k[skip..] < suffix)
-            }
-        }
+        self.lower_bound_of(keys, key)
     }
 }

@@ -33,8 +33,15 @@ pub(crate) use crate::xindex::records::Records;
 /// A group's models: `(start, model)`, model `i` covering `keys[start_i..start_{i+1}]`.
 /// They also record how many keys they were trained on: the sequential-insert path appends
 /// keys beyond those, which the models do not cover.
+///
+/// Beside them sit the summaries ([`IndexKey::summary`]) of each model's first key and of the
+/// last trained key, so choosing a model reads this struct, not the keys' cache lines.
 pub(crate) struct Models<K: IndexKey> {
     list: Box<[(usize, K::Model)]>,
+    /// The summary of `keys[start_i]`, one per model.
+    first_summaries: Box<[u64]>,
+    /// The summary of the last trained key (0 when none was trained).
+    last_summary: u64,
     trained: usize,
 }
 
@@ -42,6 +49,8 @@ impl<K: IndexKey> Clone for Models<K> {
     fn clone(&self) -> Self {
         Self {
             list: self.list.clone(),
+            first_summaries: self.first_summaries.clone(),
+            last_summary: self.last_summary,
             trained: self.trained,
         }
     }
@@ -163,7 +172,7 @@ impl<K: IndexKey> Group<K> {
 
     /// The array's keys, strictly increasing.
     #[inline]
-    pub(crate) fn keys(&self) -> &[K] {
+    pub(crate) fn keys(&self) -> &[K::Stored] {
         self.records.keys()
     }
 
@@ -194,17 +203,27 @@ impl<K: IndexKey> Group<K> {
     /// (§3.5.2: a group's models do not cover its appended keys, whose prefixes may even differ
     /// from the trained keys' common prefix).
     #[inline]
-    fn model_for(&self, keys: &[K], key: &K::Query) -> Result<(usize, usize, &K::Model), usize> {
-        let trained = self.models.trained.min(keys.len());
-        let hints = self.records.hints();
-        let hint = K::hint(key);
-        let order = |pos: usize| compare_at(keys, hints, pos, key, hint);
-        if trained < keys.len() && (trained == 0 || order(trained - 1).is_lt()) {
+    fn model_for(
+        &self,
+        keys: &[K::Stored],
+        key: &K::Query,
+    ) -> Result<(usize, usize, &K::Model), usize> {
+        let models = &self.models;
+        let trained = models.trained.min(keys.len());
+        let summary = K::summary(key);
+        // How the key at `pos`, whose summary is `at`, compares with `key`: by the summaries,
+        // and by the keys only when the summaries tie and do not decide.
+        let order = |pos: usize, at: u64| match at.cmp(&summary) {
+            std::cmp::Ordering::Equal if !K::SUMMARY_IS_KEY => K::query(&keys[pos]).cmp(key),
+            decided => decided,
+        };
+        if trained < keys.len() && (trained == 0 || order(trained - 1, models.last_summary).is_lt())
+        {
             return Err(trained);
         }
         let mut chosen = 0;
-        for (i, (start, _)) in self.models.iter().enumerate().skip(1) {
-            if order(*start).is_le() {
+        for (i, (start, _)) in models.iter().enumerate().skip(1) {
+            if order(*start, models.first_summaries[i]).is_le() {
                 chosen = i;
             } else {
                 break;
@@ -224,14 +243,14 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn model_lower_bound(
         &self,
-        keys: &[K],
+        keys: &[K::Stored],
         (start, end, model): (usize, usize, &K::Model),
         predicted: usize,
         key: &K::Query,
     ) -> usize {
         let slice = &keys[start..end];
         if !K::HINTED {
-            return model.lower_bound(slice, key);
+            return K::stored_lower_bound(model, slice, key);
         }
         let hints = &self.records.hints()[start..end];
         let hint = K::hint(key);
@@ -241,8 +260,10 @@ impl<K: IndexKey> Group<K> {
         // `pos` means a greater key. Equal hints leave the order to the keys: one tie is one
         // comparison, a run of them (keys sharing eight bytes) the model's search.
         match (hints.get(pos), hints.get(pos + 1)) {
-            (Some(&h), Some(&next)) if h == hint && next == hint => model.lower_bound(slice, key),
-            (Some(&h), _) if h == hint => pos + usize::from(slice[pos].borrow() < key),
+            (Some(&h), Some(&next)) if h == hint && next == hint => {
+                K::stored_lower_bound(model, slice, key)
+            }
+            (Some(&h), _) if h == hint => pos + usize::from(K::query(&slice[pos]) < key),
             _ => pos,
         }
     }
@@ -255,7 +276,7 @@ impl<K: IndexKey> Group<K> {
             Ok(found @ (start, _, model)) => {
                 start + self.model_lower_bound(keys, found, model.predict(key), key)
             }
-            Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
+            Err(from) => from + keys[from..].partition_point(|k| K::query(k) < key),
         }
     }
 
@@ -275,19 +296,19 @@ impl<K: IndexKey> Group<K> {
                 prefetch::line(&self.cells()[start + predicted]);
                 start + self.model_lower_bound(keys, found, predicted, key)
             }
-            Err(from) => from + keys[from..].partition_point(|k| k.borrow() < key),
+            Err(from) => from + keys[from..].partition_point(|k| K::query(k) < key),
         };
         if K::HINTED {
-            // A different hint is a different key: no need to touch the key's heap block.
+            // A different hint is a different key: no need to touch the key's slot.
             if self.records.hints().get(pos) != Some(&K::hint(key)) {
                 return None;
             }
-            // The hinted search has not touched the key's heap block yet: let the cell's miss
+            // The hinted search has not touched the key's slot yet: let the cell's miss
             // overlap the key's in the comparison below.
             prefetch::line(&self.cells()[pos]);
         }
         keys.get(pos)
-            .is_some_and(|k| k.borrow() == key)
+            .is_some_and(|k| K::query(k) == key)
             .then_some(pos)
     }
 
@@ -353,13 +374,13 @@ impl<K: IndexKey> Group<K> {
 
     /// An estimate of the bytes the group owns, without its delta indexes.
     pub(crate) fn bytes(&self) -> usize {
-        let keys: usize = self.keys().iter().map(IndexKey::heap_bytes).sum();
+        let keys: usize = self.keys().iter().map(K::stored_heap_bytes).sum();
         size_of::<Self>()
             + self.pivot.heap_bytes()
             + keys
             + self.records.capacity()
-                * (size_of::<K>() + size_of::<K::Hint>() + size_of::<RecordCell>())
-            + self.models.len() * size_of::<(usize, K::Model)>()
+                * (size_of::<K::Stored>() + size_of::<K::Hint>() + size_of::<RecordCell>())
+            + self.models.len() * (size_of::<(usize, K::Model)>() + size_of::<u64>())
     }
 }
 
@@ -374,39 +395,20 @@ impl<K: IndexKey> Drop for Group<K> {
     }
 }
 
-/// How the key at `pos` compares with `key` (whose hint is `hint`): by the hints when the key
-/// type has them and they differ, else by the keys.
-#[inline]
-fn compare_at<K: IndexKey>(
-    keys: &[K],
-    hints: &[K::Hint],
-    pos: usize,
-    key: &K::Query,
-    hint: K::Hint,
-) -> std::cmp::Ordering {
-    if K::HINTED {
-        match hints[pos].cmp(&hint) {
-            std::cmp::Ordering::Equal => keys[pos].borrow().cmp(key),
-            unequal => unequal,
-        }
-    } else {
-        keys[pos].borrow().cmp(key)
-    }
-}
-
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
-pub(crate) fn train<K: IndexKey>(keys: &[K], count: usize) -> Models<K> {
+pub(crate) fn train<K: IndexKey>(keys: &[K::Stored], count: usize) -> Models<K> {
     let count = count.max(1).min(keys.len());
-    let list = (0..count)
+    let list: Box<[_]> = (0..count)
         .map(|i| {
             let start = i * keys.len() / count;
             let end = (i + 1) * keys.len() / count;
-            let model = K::Model::fit(&keys[start..end])
-                .expect("a non-empty slice of strictly increasing keys fits");
-            (start, model)
+            (start, K::fit_stored(&keys[start..end]))
         })
         .collect();
+    let summary_at = |pos: usize| K::summary(K::query(&keys[pos]));
     Models {
+        first_summaries: list.iter().map(|(start, _)| summary_at(*start)).collect(),
+        last_summary: keys.len().checked_sub(1).map_or(0, summary_at),
         list,
         trained: keys.len(),
     }
@@ -416,7 +418,7 @@ pub(crate) fn train<K: IndexKey>(keys: &[K], count: usize) -> Models<K> {
 /// `max_models` models when none is): how a bulk load trains its groups, so that they start
 /// out satisfying the adjustment policy (§3.3).
 pub(crate) fn train_within<K: IndexKey>(
-    keys: &[K],
+    keys: &[K::Stored],
     error_bound: usize,
     max_models: usize,
 ) -> Models<K> {

@@ -120,8 +120,10 @@ impl<K: IndexKey> XIndex<K> {
             return Self::new(config);
         }
         let keys: Vec<K> = pairs.iter().map(|(key, _)| key.clone()).collect();
+        let initial = K::initial_groups(&keys, &config);
+        let keys: Vec<K::Stored> = keys.into_iter().map(K::into_stored).collect();
         let mut ranges = Vec::new();
-        for range in K::initial_groups(&keys, &config) {
+        for range in initial {
             within_bound(&keys, range, &config, &mut ranges);
         }
         let mut keys = keys.into_iter();
@@ -129,12 +131,12 @@ impl<K: IndexKey> XIndex<K> {
             .into_iter()
             .enumerate()
             .map(|(index, (range, models))| {
-                let group_keys: Vec<K> = keys.by_ref().take(range.len()).collect();
+                let group_keys: Vec<K::Stored> = keys.by_ref().take(range.len()).collect();
                 let cells = pairs[range].iter().map(|(_, v)| record::live(*v)).collect();
                 let pivot = if index == 0 {
                     K::min_key()
                 } else {
-                    group_keys[0].clone()
+                    K::from_stored(&group_keys[0])
                 };
                 let spare = config.spare_for(group_keys.len());
                 Box::new(Group::new(
@@ -301,13 +303,13 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 /// A model's error grows about as the square root of the keys it covers (exactly so on random
 /// keys), so `(error / e)²` pieces are cut at once instead of halving level by level.
 fn within_bound<K: IndexKey>(
-    keys: &[K],
+    keys: &[K::Stored],
     range: std::ops::Range<usize>,
     config: &Config,
     out: &mut Vec<(std::ops::Range<usize>, Models<K>)>,
 ) {
     let bound = config.error_bound.max(1);
-    let models = train_within(&keys[range.clone()], bound, config.max_models);
+    let models = train_within::<K>(&keys[range.clone()], bound, config.max_models);
     let error = mean_error::<K>(&models);
     if range.len() < 2 * bound || error <= bound as f64 {
         out.push((range, models));
@@ -317,7 +319,7 @@ fn within_bound<K: IndexKey>(
     for piece in 0..pieces {
         let start = range.start + piece * range.len() / pieces;
         let end = range.start + (piece + 1) * range.len() / pieces;
-        within_bound(keys, start..end, config, out);
+        within_bound::<K>(keys, start..end, config, out);
     }
 }
 

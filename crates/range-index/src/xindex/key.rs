@@ -7,11 +7,16 @@
 //! for `u64`, [`learned_model::StringModel`] for byte strings, which carries its partial-key
 //! layout (§3.4.1), so partial keys are per model and therefore per group.
 
+use std::borrow::Borrow;
 use std::fmt::Debug;
 use std::ops::Range;
 
-use learned_model::{GreedyGrouping, Key, PiecewiseRoot, Rmi, optimal_segments, prefix_word};
+use learned_model::{
+    GreedyGrouping, Key, KeyModel, LinearModel, PiecewiseRoot, Rmi, StringModel, optimal_segments,
+    prefix_word,
+};
 
+use crate::xindex::byte_key::ByteKey;
 use crate::xindex::config::Config;
 
 mod sealed {
@@ -48,6 +53,32 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
 
     /// Heap bytes the key owns beyond `size_of::<Self>()`, for memory statistics.
     fn heap_bytes(&self) -> usize;
+
+    /// How a group's records hold a key: `u64` as itself, a byte string as a [`ByteKey`]
+    /// (inline when short, so the final comparison of a lookup is one cache miss).
+    type Stored: Ord + Clone + Debug + Send + Sync + Borrow<Self::Query> + 'static;
+
+    /// The records' form of `self`.
+    fn into_stored(self) -> Self::Stored;
+
+    /// The borrowed form of a stored key, for comparisons with a query.
+    #[inline]
+    fn query(stored: &Self::Stored) -> &Self::Query {
+        stored.borrow()
+    }
+
+    /// An owned key equal to `stored`.
+    fn from_stored(stored: &Self::Stored) -> Self;
+
+    /// Heap bytes `stored` owns beyond `size_of::<Self::Stored>()`.
+    fn stored_heap_bytes(stored: &Self::Stored) -> usize;
+
+    /// A model trained on `keys` (non-empty, strictly increasing): see [`KeyModel::fit`].
+    fn fit_stored(keys: &[Self::Stored]) -> Self::Model;
+
+    /// The lower bound of `key` in `keys`, the keys `model` was trained on: see
+    /// [`KeyModel::lower_bound`].
+    fn stored_lower_bound(model: &Self::Model, keys: &[Self::Stored], key: &Self::Query) -> usize;
 
     /// A small summary of a key kept beside it in the records, which group searches compare
     /// before the key itself (`()` where the key is as cheap to compare as its summary).
@@ -146,6 +177,29 @@ impl IndexKey for u64 {
         0
     }
 
+    type Stored = u64;
+
+    fn into_stored(self) -> u64 {
+        self
+    }
+
+    fn from_stored(stored: &u64) -> Self {
+        *stored
+    }
+
+    fn stored_heap_bytes(_: &u64) -> usize {
+        0
+    }
+
+    fn fit_stored(keys: &[u64]) -> LinearModel {
+        LinearModel::fit(keys).expect("a non-empty slice of strictly increasing keys fits")
+    }
+
+    #[inline]
+    fn stored_lower_bound(model: &LinearModel, keys: &[u64], key: &u64) -> usize {
+        model.lower_bound(keys, key)
+    }
+
     type Hint = ();
 
     const HINTED: bool = false;
@@ -206,6 +260,29 @@ impl IndexKey for Vec<u8> {
 
     fn heap_bytes(&self) -> usize {
         self.capacity()
+    }
+
+    type Stored = ByteKey;
+
+    fn into_stored(self) -> ByteKey {
+        ByteKey::from(&self[..])
+    }
+
+    fn from_stored(stored: &ByteKey) -> Self {
+        stored.as_bytes().to_vec()
+    }
+
+    fn stored_heap_bytes(stored: &ByteKey) -> usize {
+        stored.heap_bytes()
+    }
+
+    fn fit_stored(keys: &[ByteKey]) -> StringModel {
+        StringModel::fit(keys).expect("a non-empty slice of strictly increasing keys fits")
+    }
+
+    #[inline]
+    fn stored_lower_bound(model: &StringModel, keys: &[ByteKey], key: &[u8]) -> usize {
+        model.lower_bound_of(keys, key)
     }
 
     type Hint = u64;

@@ -9,16 +9,19 @@
 //! groups by their error and delta size and rebuilds the root over the new groups.
 //!
 //! Modules, one per concept: [`config`](Config), `error`, `key` (what a key type provides:
-//! root model and initial grouping), `record` (Algorithm 5), `group`, `root`, `index` (the
-//! index and its point operations), `scan`, the structural changes — `restructure` (what they
-//! share), `compaction` (Algorithm 3), `retrain` (model split and merge), `split` (Algorithm
-//! 4), `merge` (group merge), `root_update` — then `policy` (Table 2), `background`, `stats`,
+//! root model, initial grouping, the records' key form), `byte_key` (byte strings as records
+//! hold them), `records` (a group's sorted array with the sequential-insert spare slots,
+//! §3.5.2), `record` (Algorithm 5), `group`, `root`, `index` (the index and its point
+//! operations), `scan`, the structural changes — `restructure` (what they share),
+//! `compaction` (Algorithm 3), `retrain` (model split and merge), `split` (Algorithm 4),
+//! `merge` (group merge), `root_update` — then `policy` (Table 2), `background`, `stats`,
 //! `validate` (the invariants of digest §8), and the delta index `delta`.
 //!
-//! Not yet built: the sequential-insert fast path (§3.5.2) and disjoint group ownership for
-//! several background threads.
+//! Not yet built: disjoint group ownership for several background threads (their passes are
+//! serialised, see `background`).
 
 mod background;
+mod byte_key;
 mod compaction;
 mod config;
 mod delta;

@@ -123,7 +123,10 @@ impl<K: IndexKey> Restructurer<'_, K> {
         if error > high {
             return Some(Restructure::SplitModel);
         }
-        if error <= low && models > 1 && mean_error::<K>(&train(group.keys(), models - 1)) <= high {
+        if error <= low
+            && models > 1
+            && mean_error::<K>(&train::<K>(group.keys(), models - 1)) <= high
+        {
             return Some(Restructure::MergeModel);
         }
         if let Some((_, next)) = successor
@@ -150,8 +153,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
         {
             return false;
         }
-        let keys: Vec<K> = first.keys().iter().chain(second.keys()).cloned().collect();
-        mean_error::<K>(&train(&keys, 1)) <= config.error_bound as f64
+        let keys: Vec<K::Stored> = first.keys().iter().chain(second.keys()).cloned().collect();
+        mean_error::<K>(&train::<K>(&keys, 1)) <= config.error_bound as f64
     }
 
     /// Runs `change` on the group in root slot `slot` (the test hook); false if there is no

@@ -1,6 +1,7 @@
-//! A group's sorted records (§2.3 `data_array`): the keys, contiguous for the search, and one
-//! [`RecordCell`] per key beside them, with spare capacity at the end for the sequential-insert
-//! fast path (§3.5.2; digest §3.14).
+//! A group's sorted records (§2.3 `data_array`): the keys in their stored form
+//! ([`IndexKey::Stored`]), contiguous for the search, and one [`RecordCell`] per key beside
+//! them, with spare capacity at the end for the sequential-insert fast path (§3.5.2; digest
+//! §3.14).
 //!
 //! The length is an atomic that only grows: an append writes the key and the cell of slot
 //! `len` under the records' append lock, then publishes them with a release store of
@@ -10,9 +11,9 @@
 //!
 //! Beside each key sits its search hint ([`IndexKey::Hint`]: the first eight bytes of a byte
 //! string, nothing for `u64`), written with the key and published by the same store of `len`,
-//! so a search can narrow its window without touching the keys' heap blocks.
+//! so a search can narrow its window on one dense array, reading keys only on ties.
 //!
-//! The key slots are `std` cells even under loom: searches need plain `&[K]` slices, which
+//! The key slots are `std` cells even under loom: searches need plain slices of keys, which
 //! loom's cells cannot give; the length that publishes them is a loom atomic.
 
 use std::cell::UnsafeCell;
@@ -29,7 +30,7 @@ use crate::xindex::key::IndexKey;
 /// A group's sorted records with spare capacity.
 pub(crate) struct Records<K: IndexKey> {
     /// `len` initialised keys, then spare slots.
-    keys: Box<[UnsafeCell<MaybeUninit<K>>]>,
+    keys: Box<[UnsafeCell<MaybeUninit<K::Stored>>]>,
     /// The hint of each key, spare slots included (default there until an append).
     hints: Box<[UnsafeCell<K::Hint>]>,
     /// One cell per slot, spare ones included.
@@ -40,8 +41,8 @@ pub(crate) struct Records<K: IndexKey> {
 
 // SAFETY: the key and hint slots are written only under `appending`, each once, before the
 // release store of `len` that makes them readable; readers read only slots below an acquired
-// `len`. So sharing `Records` is sharing `K`s (and `Copy` hints) by reference and moving them
-// between threads.
+// `len`. So sharing `Records` is sharing stored keys (and `Copy` hints) by reference and moving
+// them between threads.
 unsafe impl<K: IndexKey> Sync for Records<K> {}
 
 /// Why an append did not happen.
@@ -56,12 +57,12 @@ pub(crate) enum AppendRefused {
 impl<K: IndexKey> Records<K> {
     /// Records from strictly increasing `keys` and their cells (same length), with `spare`
     /// empty slots for appends.
-    pub(crate) fn new(keys: Vec<K>, cells: Vec<RecordCell>, spare: usize) -> Self {
+    pub(crate) fn new(keys: Vec<K::Stored>, cells: Vec<RecordCell>, spare: usize) -> Self {
         assert_eq!(keys.len(), cells.len(), "one cell per key");
         let len = keys.len();
         let hints = keys
             .iter()
-            .map(|key| K::hint(key.borrow()))
+            .map(|key| K::hint(K::query(key)))
             .chain(std::iter::repeat_n(K::Hint::default(), spare))
             .map(UnsafeCell::new)
             .collect();
@@ -86,11 +87,11 @@ impl<K: IndexKey> Records<K> {
 
     /// The keys, strictly increasing.
     #[inline]
-    pub(crate) fn keys(&self) -> &[K] {
+    pub(crate) fn keys(&self) -> &[K::Stored] {
         let len = self.len.load(Ordering::Acquire);
         // SAFETY: slots below an acquired `len` are initialised and never written again
-        // (module comment); `UnsafeCell<MaybeUninit<K>>` has the layout of `K`.
-        unsafe { slice::from_raw_parts(self.keys.as_ptr().cast::<K>(), len) }
+        // (module comment); `UnsafeCell<MaybeUninit<T>>` has the layout of `T`.
+        unsafe { slice::from_raw_parts(self.keys.as_ptr().cast::<K::Stored>(), len) }
     }
 
     /// The hints of the keys, in order: at least `keys().len()` of any earlier `keys()` call.
@@ -132,14 +133,18 @@ impl<K: IndexKey> Records<K> {
         if len == self.capacity() {
             return Err(AppendRefused::Full);
         }
-        if self.keys().last().is_some_and(|last| *last >= key) {
+        if self
+            .keys()
+            .last()
+            .is_some_and(|last| K::query(last) >= key.borrow())
+        {
             return Err(AppendRefused::NotAbove);
         }
         // SAFETY: slot `len` is spare: no reader reads it before the store of `len + 1`
         // below, and appends are serialised by the append lock the caller holds.
         unsafe {
             *self.hints[len].get() = K::hint(key.borrow());
-            (*self.keys[len].get()).write(key);
+            (*self.keys[len].get()).write(key.into_stored());
         }
         self.cells[len].lock().set_value(value);
         self.len.store(len + 1, Ordering::Release);
@@ -147,7 +152,7 @@ impl<K: IndexKey> Records<K> {
     }
 
     /// The keys and cells, giving up the spare slots.
-    pub(crate) fn into_parts(mut self) -> (Vec<K>, Vec<RecordCell>) {
+    pub(crate) fn into_parts(mut self) -> (Vec<K::Stored>, Vec<RecordCell>) {
         let len = self.len.load(Ordering::Acquire);
         // The slots are moved out below: the drop must not see them.
         self.len.store(0, Ordering::Relaxed);
@@ -214,20 +219,25 @@ mod tests {
 
     #[test]
     fn owned_keys_are_dropped_once() {
-        let keys: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec()];
+        let long = vec![b'b'; 40];
+        let keys: Vec<Vec<u8>> = vec![b"a".to_vec(), long.clone()];
         let cells = keys
             .iter()
             .map(|_| RecordCell::new(RecordMeta::new(), 0))
             .collect();
-        let mut records = Records::new(keys, cells, 3);
+        let stored = keys.into_iter().map(IndexKey::into_stored).collect();
+        let mut records = Records::<Vec<u8>>::new(stored, cells, 3);
         let lock = records.lock_appends();
         records
             .append(&lock, b"c".to_vec(), 3)
             .expect("spare and above");
         drop(lock);
         let tail = records.split_off(1, 1);
-        assert_eq!(records.keys(), &[b"a".to_vec()]);
-        assert_eq!(tail.keys(), &[b"b".to_vec(), b"c".to_vec()]);
+        let bytes = |records: &Records<Vec<u8>>| -> Vec<Vec<u8>> {
+            records.keys().iter().map(Vec::<u8>::from_stored).collect()
+        };
+        assert_eq!(bytes(&records), [b"a".to_vec()]);
+        assert_eq!(bytes(&tail), [long, b"c".to_vec()]);
         let joined = records.append_all(tail, 0);
         assert_eq!(joined.keys().len(), 3);
     }

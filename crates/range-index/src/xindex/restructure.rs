@@ -98,13 +98,13 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
     let capacity = group.keys().len() + group.buf().len();
     let mut keys = Vec::with_capacity(capacity);
     let mut cells = Vec::with_capacity(capacity);
-    let mut push = |key: &K, cell: &RecordCell| {
+    let mut push = |key: K::Stored, cell: &RecordCell| {
         debug_assert!(
             !cell.read().0.is_ptr(),
             "the previous copy phase left no pointer (pointer depth is 1)"
         );
         if record::read(cell).is_some() {
-            keys.push(key.clone());
+            keys.push(key);
             cells.push(record::pointer_to(cell));
         }
     };
@@ -115,16 +115,16 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
             (None, None) => break,
             (Some(_), None) => KeyOrdering::Less,
             (None, Some(_)) => KeyOrdering::Greater,
-            (Some((a, _)), Some((d, _))) => (*a).cmp(*d),
+            (Some((a, _)), Some((d, _))) => K::query(a).cmp((*d).borrow()),
         };
         match order {
             KeyOrdering::Less => {
                 let (key, cell) = array.next().expect("peeked");
-                push(key, cell);
+                push(key.clone(), cell);
             }
             KeyOrdering::Greater => {
                 let (key, cell) = delta.next().expect("peeked");
-                push(key, cell);
+                push(key.clone().into_stored(), cell);
             }
             KeyOrdering::Equal => {
                 // A removed array record whose key was inserted again into `buf`: at most one
@@ -136,7 +136,7 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
                 } else {
                     delta_cell
                 };
-                push(key, live);
+                push(key.clone(), live);
             }
         }
     }

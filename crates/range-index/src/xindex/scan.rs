@@ -83,18 +83,20 @@ fn scan_group<K: IndexKey>(
     let mut buf = group.buf().iter_from(from).peekable();
     let mut tmp = group.tmp_buf().map(|t| t.iter_from(from).peekable());
     loop {
-        let in_array = keys.get(next);
-        let in_buf = buf.peek().map(|&(key, _)| key);
-        let in_tmp = tmp.as_mut().and_then(|t| t.peek().map(|&(key, _)| key));
+        let in_array = keys.get(next).map(K::query);
+        let in_buf = buf.peek().map(|&(key, _)| key.borrow());
+        let in_tmp = tmp
+            .as_mut()
+            .and_then(|t| t.peek().map(|&(key, _)| key.borrow()));
         let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().min() else {
             return false;
         };
         // The group's range first: a `tmp_buf` shared by groups being merged holds keys of
         // the next group, which say nothing about where the scan ends.
-        if group_end.is_some_and(|group_end| key >= group_end) {
+        if group_end.is_some_and(|group_end| key >= group_end.borrow()) {
             return false;
         }
-        if past_end(key.borrow(), end) {
+        if past_end(key, end) {
             return true;
         }
         let mut value = None;
@@ -113,15 +115,15 @@ fn scan_group<K: IndexKey>(
         if in_tmp == Some(key) {
             take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
         }
-        if matches!(start, Bound::Excluded(s) if s == key.borrow()) {
+        if matches!(start, Bound::Excluded(s) if s == key) {
             continue;
         }
         if let Some(value) = value {
             debug_assert!(
-                out.last().is_none_or(|(last, _)| last < key),
+                out.last().is_none_or(|(last, _)| last.borrow() < key),
                 "groups hold disjoint, ascending key ranges"
             );
-            out.push((key.clone(), value));
+            out.push((K::from_query(key), value));
             if out.len() >= limit {
                 return true;
             }

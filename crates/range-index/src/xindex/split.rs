@@ -68,7 +68,9 @@ impl<K: IndexKey> Restructurer<'_, K> {
 
         // Step 2.1: the merge phase, cut at the pivot.
         let mut left_records = pointer_records(old, 0);
-        let at = left_records.keys().partition_point(|key| *key < pivot);
+        let at = left_records
+            .keys()
+            .partition_point(|key| K::query(key) < pivot.borrow());
         let spare = self.inner().config().spare_for(at);
         let right_records = left_records.split_off(at, spare);
         let right_models = train(right_records.keys(), half_models);
@@ -116,14 +118,15 @@ impl<K: IndexKey> Restructurer<'_, K> {
 fn split_pivot<K: IndexKey>(group: &Group<K>) -> Option<K> {
     let total = group.keys().len() + group.buf().len();
     let mut keys = MergedKeys {
-        array: group.keys().iter().peekable(),
-        delta: group.buf().iter().map(|(key, _)| key).peekable(),
+        array: group.keys().iter().map(K::query).peekable(),
+        delta: group.buf().iter().map(|(key, _)| key.borrow()).peekable(),
     };
+    let pivot = group.pivot().borrow();
     let median = keys.by_ref().nth(total / 2)?;
-    if median > group.pivot() {
-        return Some(median.clone());
+    if median > pivot {
+        return Some(K::from_query(median));
     }
-    keys.find(|key| *key > group.pivot()).cloned()
+    keys.find(|&key| key > pivot).map(K::from_query)
 }
 
 /// The items of two ascending sequences, merged in ascending order.

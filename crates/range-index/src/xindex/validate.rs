@@ -2,6 +2,7 @@
 //! [`XIndex::validate`](crate::xindex::XIndex::validate) while the index is quiet.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 
 use concurrency::RecordCell;
 
@@ -34,8 +35,9 @@ impl<K: IndexKey> Restructurer<'_, K> {
         for (index, group) in groups.iter().enumerate() {
             let lower = (index > 0).then(|| group.pivot());
             let upper = groups.get(index + 1).map(|g| g.pivot());
-            let in_range =
-                |key: &K| lower.is_none_or(|l| key >= l) && upper.is_none_or(|u| key < u);
+            let in_range = |key: &K::Query| {
+                lower.is_none_or(|l| key >= l.borrow()) && upper.is_none_or(|u| key < u.borrow())
+            };
             live += self.validate_group(group, &in_range);
         }
         assert_eq!(
@@ -46,7 +48,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
     }
 
     /// Checks one group; returns its number of live keys.
-    fn validate_group(&self, group: &Group<K>, in_range: &dyn Fn(&K) -> bool) -> i64 {
+    fn validate_group(&self, group: &Group<K>, in_range: &dyn Fn(&K::Query) -> bool) -> i64 {
         let pivot = group.pivot();
         assert!(
             !group.is_frozen() && group.tmp_buf().is_none(),
@@ -79,19 +81,19 @@ impl<K: IndexKey> Restructurer<'_, K> {
             );
         }
         // Every key and its liveness, array first: at most one live record per key (I1).
-        let mut liveness: BTreeMap<&K, usize> = BTreeMap::new();
-        for (pos, (key, cell)) in keys.iter().zip(group.cells()).enumerate() {
+        let mut liveness: BTreeMap<&K::Query, usize> = BTreeMap::new();
+        for (pos, (key, cell)) in keys.iter().map(K::query).zip(group.cells()).enumerate() {
             assert!(in_range(key), "group {pivot:?}: array key {key:?} in range");
             assert_eq!(
-                group.position(key.borrow()),
+                group.position(key),
                 Some(pos),
                 "group {pivot:?}: the models find {key:?}"
             );
             check_cell(cell, key);
             *liveness.entry(key).or_default() += usize::from(record::read(cell).is_some());
         }
-        let mut previous: Option<&K> = None;
-        for (key, cell) in group.buf().iter() {
+        let mut previous: Option<&K::Query> = None;
+        for (key, cell) in group.buf().iter().map(|(key, cell)| (key.borrow(), cell)) {
             assert!(in_range(key), "group {pivot:?}: delta key {key:?} in range");
             assert!(
                 previous.is_none_or(|p| p < key),
@@ -109,7 +111,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
 }
 
 /// A quiet record: not locked and not a pointer.
-fn check_cell<K: IndexKey>(cell: &RecordCell, key: &K) {
+fn check_cell<Q: Debug + ?Sized>(cell: &RecordCell, key: &Q) {
     let meta = cell.record_lock().load();
     assert!(!meta.is_locked(), "record {key:?} is not left locked");
     assert!(!meta.is_ptr(), "record {key:?} is not left a pointer");
