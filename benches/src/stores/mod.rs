@@ -1,6 +1,6 @@
-//! Embedded key-value stores as the `engine` experiment drives them: learnkv's [`engine`] crate
-//! and the peers a user would pick instead (`../shared/peers.md` §C): redb, heed (LMDB), fjall and
-//! sled, one module each. Keys and values are byte strings; each store lives in a directory of
+//! Embedded key-value stores as the `engine` experiment drives them: learnkv's [`engine`] crate,
+//! the peers a user would pick instead (`../shared/peers.md` §C): redb, heed (LMDB), fjall and
+//! sled, and the in-memory `oracle` that bounds what the loops can reach, one module each. Keys and values are byte strings; each store lives in a directory of
 //! its own and is measured through [`KvStore`] and, per reading thread, [`KvReader`].
 //!
 //! Every module uses its store's fastest honest path for each workload of redb's benchmark
@@ -13,6 +13,7 @@
 pub mod fjall;
 pub mod heed;
 pub mod learnkv;
+pub mod oracle;
 pub mod redb;
 pub mod sled;
 
@@ -104,6 +105,10 @@ pub static STORES: &[StoreEntry] = &[
     StoreEntry {
         name: "learnkv",
         open: learnkv::Learnkv::open,
+    },
+    StoreEntry {
+        name: "oracle",
+        open: oracle::Oracle::open,
     },
     StoreEntry {
         name: "redb",
