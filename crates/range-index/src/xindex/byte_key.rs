@@ -15,8 +15,12 @@ pub(crate) const INLINE_LEN: usize = 30;
 
 /// A byte-string key, inline when it is at most [`INLINE_LEN`] bytes long.
 #[derive(Clone)]
-pub enum ByteKey {
-    /// The first `len` bytes of `bytes`.
+pub struct ByteKey(Repr);
+
+/// Where a [`ByteKey`]'s bytes are.
+#[derive(Clone)]
+enum Repr {
+    /// The first `len` bytes of `bytes` (`len <= INLINE_LEN`).
     Inline { len: u8, bytes: [u8; INLINE_LEN] },
     /// A key longer than [`INLINE_LEN`] bytes.
     Heap(Box<[u8]>),
@@ -31,17 +35,17 @@ impl ByteKey {
     /// The key's bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Self::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Self::Heap(bytes) => bytes,
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(bytes) => bytes,
         }
     }
 
     /// Heap bytes the key owns beyond its slot.
     pub fn heap_bytes(&self) -> usize {
-        match self {
-            Self::Inline { .. } => 0,
-            Self::Heap(bytes) => bytes.len(),
+        match &self.0 {
+            Repr::Inline { .. } => 0,
+            Repr::Heap(bytes) => bytes.len(),
         }
     }
 }
@@ -49,14 +53,14 @@ impl ByteKey {
 impl From<&[u8]> for ByteKey {
     fn from(key: &[u8]) -> Self {
         if key.len() > INLINE_LEN {
-            return Self::Heap(key.into());
+            return Self(Repr::Heap(key.into()));
         }
         let mut bytes = [0; INLINE_LEN];
         bytes[..key.len()].copy_from_slice(key);
-        Self::Inline {
+        Self(Repr::Inline {
             len: key.len() as u8,
             bytes,
-        }
+        })
     }
 }
 

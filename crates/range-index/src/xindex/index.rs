@@ -121,7 +121,7 @@ impl<K: IndexKey> XIndex<K> {
         }
         let keys: Vec<K> = pairs.iter().map(|(key, _)| key.clone()).collect();
         let initial = K::initial_groups(&keys, &config);
-        let keys: Vec<K::Stored> = keys.into_iter().map(K::into_stored).collect();
+        let keys: Vec<K::Stored> = keys.iter().map(|key| K::to_stored(key.borrow())).collect();
         let mut ranges = Vec::new();
         for range in initial {
             within_bound(&keys, range, &config, &mut ranges);

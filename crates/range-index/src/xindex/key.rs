@@ -58,8 +58,8 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// (inline when short, so the final comparison of a lookup is one cache miss).
     type Stored: Ord + Clone + Debug + Send + Sync + Borrow<Self::Query> + 'static;
 
-    /// The records' form of `self`.
-    fn into_stored(self) -> Self::Stored;
+    /// The records' form of the key equal to `query`.
+    fn to_stored(query: &Self::Query) -> Self::Stored;
 
     /// The borrowed form of a stored key, for comparisons with a query.
     #[inline]
@@ -179,8 +179,8 @@ impl IndexKey for u64 {
 
     type Stored = u64;
 
-    fn into_stored(self) -> u64 {
-        self
+    fn to_stored(query: &u64) -> u64 {
+        *query
     }
 
     fn from_stored(stored: &u64) -> Self {
@@ -264,8 +264,8 @@ impl IndexKey for Vec<u8> {
 
     type Stored = ByteKey;
 
-    fn into_stored(self) -> ByteKey {
-        ByteKey::from(&self[..])
+    fn to_stored(query: &[u8]) -> ByteKey {
+        ByteKey::from(query)
     }
 
     fn from_stored(stored: &ByteKey) -> Self {

@@ -144,7 +144,7 @@ impl<K: IndexKey> Records<K> {
         // below, and appends are serialised by the append lock the caller holds.
         unsafe {
             *self.hints[len].get() = K::hint(key.borrow());
-            (*self.keys[len].get()).write(key.into_stored());
+            (*self.keys[len].get()).write(K::to_stored(key.borrow()));
         }
         self.cells[len].lock().set_value(value);
         self.len.store(len + 1, Ordering::Release);
@@ -225,7 +225,7 @@ mod tests {
             .iter()
             .map(|_| RecordCell::new(RecordMeta::new(), 0))
             .collect();
-        let stored = keys.into_iter().map(IndexKey::into_stored).collect();
+        let stored = keys.iter().map(|key| Vec::<u8>::to_stored(key)).collect();
         let mut records = Records::<Vec<u8>>::new(stored, cells, 3);
         let lock = records.lock_appends();
         records

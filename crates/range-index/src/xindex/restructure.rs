@@ -124,7 +124,7 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
             }
             KeyOrdering::Greater => {
                 let (key, cell) = delta.next().expect("peeked");
-                push(key.clone().into_stored(), cell);
+                push(K::to_stored(key.borrow()), cell);
             }
             KeyOrdering::Equal => {
                 // A removed array record whose key was inserted again into `buf`: at most one
