@@ -24,11 +24,24 @@ use std::sync::Arc;
 use concurrency::RecordCell;
 use concurrency::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use learned_model::{KeyModel, search};
+use smallvec::SmallVec;
 
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::key::IndexKey;
 use crate::xindex::prefetch;
 pub(crate) use crate::xindex::records::Records;
+use crate::xindex::records::{Bases, Prefix};
+
+/// How many records on each side of a model's prediction a lookup requests with the key
+/// window: a key's actual error is mostly well under the model's bound (`e` = 32), and 25
+/// cells of 16 bytes are 7 cache lines. Measured on 9M lognormal and uniform keys, a radius
+/// of 8 to 16 took about 100 ns off a 500 ns lookup; one record (radius 0) rarely held the key,
+/// and 32 was slower again.
+const RECORD_PREFETCH_RADIUS: usize = 12;
+
+/// How many models a group node holds inline (the paper's `m`, the default): a lookup then
+/// reads its model from the node it already reached, instead of following one more pointer.
+const INLINE_MODELS: usize = 4;
 
 /// A group's models: `(start, model)`, model `i` covering `keys[start_i..start_{i+1}]`.
 /// They also record how many keys they were trained on: the sequential-insert path appends
@@ -37,9 +50,9 @@ pub(crate) use crate::xindex::records::Records;
 /// Beside them sit the summaries ([`IndexKey::summary`]) of each model's first key and of the
 /// last trained key, so choosing a model reads this struct, not the keys' cache lines.
 pub(crate) struct Models<K: IndexKey> {
-    list: Box<[(usize, K::Model)]>,
+    list: SmallVec<[(usize, K::Model); INLINE_MODELS]>,
     /// The summary of `keys[start_i]`, one per model.
-    first_summaries: Box<[u64]>,
+    first_summaries: SmallVec<[u64; INLINE_MODELS]>,
     /// The summary of the last trained key (0 when none was trained).
     last_summary: u64,
     trained: usize,
@@ -68,6 +81,9 @@ impl<K: IndexKey> std::ops::Deref for Models<K> {
 pub(crate) struct Group<K: IndexKey> {
     pivot: K,
     records: Arc<Records<K>>,
+    /// The addresses of `records`' arrays: a lookup of a trained key reaches its window
+    /// through them and the models, without reading `records` itself.
+    bases: Bases<K>,
     /// `(start, model)`: model `i` covers `keys[start_i..start_{i+1}]`.
     models: Models<K>,
     buf: Arc<DeltaIndex<K>>,
@@ -105,8 +121,13 @@ impl<K: IndexKey> Group<K> {
         frozen: bool,
         next: *mut Group<K>,
     ) -> Self {
+        assert!(
+            models.trained <= records.keys().len(),
+            "models are trained on a prefix of their records"
+        );
         Self {
             pivot,
+            bases: records.bases(),
             records,
             models,
             buf,
@@ -192,16 +213,25 @@ impl<K: IndexKey> Group<K> {
         self.keys().len() - self.models.trained
     }
 
+    /// The records the models were trained on.
+    #[inline]
+    fn trained(&self) -> Prefix<'_, K> {
+        // SAFETY: `bases` come from `self.records`, which `self` keeps alive; `from_parts`
+        // checked that the models' keys are at most the length the records had published then,
+        // and that length only grows.
+        unsafe { self.bases.prefix(self.models.trained) }
+    }
+
     /// The models and the position each starts at.
     pub(crate) fn models(&self) -> &[(usize, K::Model)] {
         &self.models
     }
 
-    /// Where to search for `key`: `Ok((start, end, model))`, the slice of the trained keys
-    /// and the model responsible for it; or `Err(from)` when `key` lies above the trained keys
-    /// (or nothing was trained), so its lower bound is among the keys appended from `from` on
-    /// (§3.5.2: a group's models do not cover its appended keys, whose prefixes may even differ
-    /// from the trained keys' common prefix).
+    /// Where to search for `key` among the trained `keys`: `Ok((start, end, model))`, the
+    /// slice of them and the model responsible for it; or `Err(from)` when `key` lies above
+    /// the trained keys (or nothing was trained), so its lower bound is at `from` or among the
+    /// keys appended from there on (§3.5.2: a group's models do not cover its appended keys,
+    /// whose prefixes may even differ from the trained keys' common prefix).
     #[inline]
     fn model_for(
         &self,
@@ -209,7 +239,7 @@ impl<K: IndexKey> Group<K> {
         key: &K::Query,
     ) -> Result<(usize, usize, &K::Model), usize> {
         let models = &self.models;
-        let trained = models.trained.min(keys.len());
+        let trained = keys.len();
         let summary = K::summary(key);
         // How the key at `pos`, whose summary is `at`, compares with `key`: by the summaries,
         // and by the keys only when the summaries tie and do not decide.
@@ -217,8 +247,7 @@ impl<K: IndexKey> Group<K> {
             std::cmp::Ordering::Equal if !K::SUMMARY_IS_KEY => K::query(&keys[pos]).cmp(key),
             decided => decided,
         };
-        if trained < keys.len() && (trained == 0 || order(trained - 1, models.last_summary).is_lt())
-        {
+        if trained == 0 || order(trained - 1, models.last_summary).is_lt() {
             return Err(trained);
         }
         let mut chosen = 0;
@@ -242,17 +271,16 @@ impl<K: IndexKey> Group<K> {
     /// tie), else the model's own search.
     #[inline]
     fn model_lower_bound(
-        &self,
-        keys: &[K::Stored],
+        trained: &Prefix<'_, K>,
         (start, end, model): (usize, usize, &K::Model),
         predicted: usize,
         key: &K::Query,
     ) -> usize {
-        let slice = &keys[start..end];
+        let slice = &trained.keys[start..end];
         if !K::HINTED {
             return K::stored_lower_bound(model, slice, key);
         }
-        let hints = &self.records.hints()[start..end];
+        let hints = &trained.hints[start..end];
         let hint = K::hint(key);
         let window = model.bounds().window(predicted, slice.len());
         let pos = search::lower_bound_in_by(hints, window, |&h| h < hint);
@@ -271,45 +299,63 @@ impl<K: IndexKey> Group<K> {
     /// The first array position whose key is `>= key` (`keys().len()` if none).
     #[inline]
     pub(crate) fn lower_bound(&self, key: &K::Query) -> usize {
-        let keys = self.keys();
-        match self.model_for(keys, key) {
+        let trained = self.trained();
+        match self.model_for(trained.keys, key) {
             Ok(found @ (start, _, model)) => {
-                start + self.model_lower_bound(keys, found, model.predict(key), key)
+                start + Self::model_lower_bound(&trained, found, model.predict(key), key)
             }
-            Err(from) => from + keys[from..].partition_point(|k| K::query(k) < key),
+            Err(from) => self.appended_lower_bound(from, key),
         }
     }
 
-    /// The array position of `key`, if the array holds it (`get_position`).
+    /// The first position from `from` on (the trained keys' end) whose key is `>= key`.
+    fn appended_lower_bound(&self, from: usize, key: &K::Query) -> usize {
+        from + self.keys()[from..].partition_point(|k| K::query(k) < key)
+    }
+
+    /// The array's record of `key`, if the array holds it (`get_position`).
     #[inline]
-    pub(crate) fn position(&self, key: &K::Query) -> Option<usize> {
-        let keys = self.keys();
-        let pos = match self.model_for(keys, key) {
-            Ok(found @ (start, end, model)) => {
-                let predicted = model.predict(key);
-                let window = model.bounds().window(predicted, end - start);
-                if K::HINTED {
-                    prefetch::slice(&self.records.hints()[start..end][window]);
-                } else {
-                    prefetch::slice(&keys[start..end][window]);
-                }
-                prefetch::line(&self.cells()[start + predicted]);
-                start + self.model_lower_bound(keys, found, predicted, key)
-            }
-            Err(from) => from + keys[from..].partition_point(|k| K::query(k) < key),
+    pub(crate) fn record(&self, key: &K::Query) -> Option<&RecordCell> {
+        let trained = self.trained();
+        let Ok(found @ (start, end, model)) = self.model_for(trained.keys, key) else {
+            return self.appended_record(trained.keys.len(), key);
         };
+        let predicted = model.predict(key);
+        let window = model.bounds().window(predicted, end - start);
+        if K::HINTED {
+            prefetch::slice(&trained.hints[start..end][window]);
+        } else {
+            prefetch::slice(&trained.keys[start..end][window]);
+        }
+        prefetch::around(
+            &trained.cells[start..end],
+            predicted,
+            RECORD_PREFETCH_RADIUS,
+        );
+        let pos = start + Self::model_lower_bound(&trained, found, predicted, key);
         if K::HINTED {
             // A different hint is a different key: no need to touch the key's slot.
-            if self.records.hints().get(pos) != Some(&K::hint(key)) {
+            if trained.hints.get(pos) != Some(&K::hint(key)) {
                 return None;
             }
             // The hinted search has not touched the key's slot yet: let the cell's miss
             // overlap the key's in the comparison below.
-            prefetch::line(&self.cells()[pos]);
+            prefetch::line(&trained.cells[pos]);
         }
-        keys.get(pos)
+        trained
+            .keys
+            .get(pos)
             .is_some_and(|k| K::query(k) == key)
-            .then_some(pos)
+            .then(|| &trained.cells[pos])
+    }
+
+    /// The record of `key` among the keys appended from `from` on (the trained keys' end).
+    fn appended_record(&self, from: usize, key: &K::Query) -> Option<&RecordCell> {
+        let pos = self.appended_lower_bound(from, key);
+        self.keys()
+            .get(pos)
+            .is_some_and(|k| K::query(k) == key)
+            .then(|| &self.cells()[pos])
     }
 
     /// The delta index of this group.
@@ -380,7 +426,11 @@ impl<K: IndexKey> Group<K> {
             + keys
             + self.records.capacity()
                 * (size_of::<K::Stored>() + size_of::<K::Hint>() + size_of::<RecordCell>())
-            + self.models.len() * (size_of::<(usize, K::Model)>() + size_of::<u64>())
+            + if self.models.list.spilled() {
+                self.models.len() * (size_of::<(usize, K::Model)>() + size_of::<u64>())
+            } else {
+                0
+            }
     }
 }
 
@@ -398,7 +448,7 @@ impl<K: IndexKey> Drop for Group<K> {
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
 pub(crate) fn train<K: IndexKey>(keys: &[K::Stored], count: usize) -> Models<K> {
     let count = count.max(1).min(keys.len());
-    let list: Box<[_]> = (0..count)
+    let list: SmallVec<_> = (0..count)
         .map(|i| {
             let start = i * keys.len() / count;
             let end = (i + 1) * keys.len() / count;
@@ -458,7 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn position_and_lower_bound_agree_with_binary_search() {
+    fn record_and_lower_bound_agree_with_binary_search() {
         let keys: Vec<u64> = (0..500u64).map(|i| i * i + 3).collect();
         for models in 1..=4 {
             let g = group(keys.clone(), models);
@@ -467,7 +517,8 @@ mod tests {
                 let expected = keys.partition_point(|&k| k < probe);
                 assert_eq!(g.lower_bound(&probe), expected, "{models} models, {probe}");
                 let found = keys.get(expected).is_some_and(|&k| k == probe);
-                assert_eq!(g.position(&probe), found.then_some(expected));
+                let value = g.record(&probe).map(|cell| cell.read().1);
+                assert_eq!(value, found.then_some(probe));
             }
         }
     }
@@ -476,7 +527,7 @@ mod tests {
     fn empty_group_has_no_models_and_finds_nothing() {
         let g = group(Vec::new(), 4);
         assert!(g.models().is_empty());
-        assert_eq!(g.position(&7), None);
+        assert!(g.record(&7).is_none());
         assert_eq!(g.lower_bound(&7), 0);
         assert_eq!(g.mean_error(), 0.0);
     }

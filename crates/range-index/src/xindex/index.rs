@@ -326,8 +326,8 @@ fn within_bound<K: IndexKey>(
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
 #[inline]
 pub(crate) fn lookup<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
-    if let Some(pos) = group.position(key)
-        && let Some(value) = record::read(&group.cells()[pos])
+    if let Some(cell) = group.record(key)
+        && let Some(value) = record::read(cell)
     {
         return Some(value);
     }
@@ -352,8 +352,8 @@ enum Put {
 #[inline]
 fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64, sequential: bool) -> Put {
     let query = key.borrow();
-    if let Some(pos) = group.position(query)
-        && let Some(old) = record::update(&group.cells()[pos], value)
+    if let Some(cell) = group.record(query)
+        && let Some(old) = record::update(cell, value)
     {
         return Put::Done(Some(old));
     }
@@ -393,8 +393,8 @@ fn put_sequential<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Option<
         return Some(Put::Done(upsert(group.buf(), key, value)));
     }
     let query = key.borrow();
-    if let Some(pos) = group.position(query)
-        && let Some(old) = record::update(&group.cells()[pos], value)
+    if let Some(cell) = group.record(query)
+        && let Some(old) = record::update(cell, value)
     {
         return Some(Put::Done(Some(old)));
     }
@@ -421,8 +421,8 @@ fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: &K, value: u64) -> Option<u64
 
 /// Removes `key` from `group`, looking in the same order as [`lookup`]; never inserts.
 fn remove<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
-    if let Some(pos) = group.position(key)
-        && let Some(old) = record::remove(&group.cells()[pos])
+    if let Some(cell) = group.record(key)
+        && let Some(old) = record::remove(cell)
     {
         return Some(old);
     }

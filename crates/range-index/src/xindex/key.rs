@@ -41,6 +41,12 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// How many of `pivots` (those the model was trained on) are `<= key`.
     fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &Self::Query) -> usize;
 
+    /// Where the model predicts `key`'s lower bound among the pivots, and the window of
+    /// positions that holds it, when a prediction costs less than the search it precedes (so
+    /// the root can request the window's cache lines first); `None` otherwise.
+    fn root_prediction(model: &Self::RootModel, key: &Self::Query)
+    -> Option<(usize, Range<usize>)>;
+
     /// Splits the strictly increasing `keys` of a bulk load into the key ranges of the initial
     /// groups, in order, covering every key (each range non-empty).
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>>;
@@ -156,6 +162,11 @@ impl IndexKey for u64 {
         count_at_or_below(pivots, key, model.lower_bound(pivots, *key))
     }
 
+    #[inline]
+    fn root_prediction(model: &Rmi, key: &u64) -> Option<(usize, Range<usize>)> {
+        Some(model.predict(*key))
+    }
+
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
         let segments = optimal_segments(keys, config.error_bound as u64)
             .expect("bulk-load keys are non-empty and strictly increasing");
@@ -242,6 +253,11 @@ impl IndexKey for Vec<u8> {
     #[inline]
     fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &[u8]) -> usize {
         count_at_or_below(pivots, key, model.lower_bound(pivots, key))
+    }
+
+    /// The root searches the pivots' hints instead, unless they tie.
+    fn root_prediction(_: &Self::RootModel, _: &[u8]) -> Option<(usize, Range<usize>)> {
+        None
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {

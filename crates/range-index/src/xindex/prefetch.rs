@@ -1,7 +1,8 @@
 //! Software prefetch for the last mile of a lookup: once a model has predicted a key's
-//! position, the cache lines of its error window (and the record at the prediction) are
-//! requested together, so the search's dependent probes find them in flight instead of paying
-//! one memory latency each. A hint only: it never changes a result.
+//! position, the cache lines of its error window and of the records nearest the prediction are
+//! requested together, so the search's dependent probes, and the record read that follows
+//! them, find them in flight instead of paying one memory latency each. A hint only: it never
+//! changes a result.
 
 /// The most cache lines one window prefetch requests.
 const MAX_LINES: usize = 8;
@@ -16,6 +17,15 @@ pub(crate) fn slice<T>(items: &[T]) {
     for offset in (0..bytes).step_by(LINE) {
         line(start.wrapping_add(offset));
     }
+}
+
+/// Requests the cache lines of the items within `radius` positions of `items[center]` (at
+/// most [`MAX_LINES`], from the first of them).
+#[inline]
+pub(crate) fn around<T>(items: &[T], center: usize, radius: usize) {
+    let start = center.saturating_sub(radius).min(items.len());
+    let end = center.saturating_add(radius + 1).clamp(start, items.len());
+    slice(&items[start..end]);
 }
 
 /// Requests the cache line holding `address`.

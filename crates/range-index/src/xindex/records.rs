@@ -13,12 +13,16 @@
 //! string, nothing for `u64`), written with the key and published by the same store of `len`,
 //! so a search can narrow its window on one dense array, reading keys only on ties.
 //!
+//! A node keeps the arrays' addresses beside its models ([`Bases`]), so a lookup of a trained
+//! key reads no field of the shared `Records`: the models say how many leading slots they were
+//! trained on, and those are initialised for good.
+//!
 //! The key slots are `std` cells even under loom: searches need plain slices of keys, which
 //! loom's cells cannot give; the length that publishes them is a loom atomic.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::slice;
 
 use concurrency::sync::atomic::{AtomicUsize, Ordering};
@@ -54,7 +58,58 @@ pub(crate) enum AppendRefused {
     NotAbove,
 }
 
+/// The first addresses of a [`Records`]' three arrays, which never move while it lives.
+pub(crate) struct Bases<K: IndexKey> {
+    keys: NonNull<K::Stored>,
+    hints: NonNull<K::Hint>,
+    cells: NonNull<RecordCell>,
+}
+
+// SAFETY: `Bases` is three addresses into a `Records`, which is `Sync`; it only lends shared
+// slices of them (`prefix`), under the same conditions as `Records` itself.
+unsafe impl<K: IndexKey> Send for Bases<K> {}
+// SAFETY: as for `Send`: sharing `Bases` shares read-only access to initialised slots.
+unsafe impl<K: IndexKey> Sync for Bases<K> {}
+
+/// The first `len` keys, hints and cells of a [`Records`].
+pub(crate) struct Prefix<'a, K: IndexKey> {
+    pub(crate) keys: &'a [K::Stored],
+    pub(crate) hints: &'a [K::Hint],
+    pub(crate) cells: &'a [RecordCell],
+}
+
+impl<K: IndexKey> Bases<K> {
+    /// The first `len` slots of the records these bases were taken from.
+    ///
+    /// # Safety
+    ///
+    /// Those records must outlive `'a`, and `len` must be at most a length they published
+    /// (a `keys().len()` read earlier): slots below it are initialised and never written again.
+    #[inline]
+    pub(crate) unsafe fn prefix<'a>(&self, len: usize) -> Prefix<'a, K> {
+        // SAFETY: by the caller's contract the arrays are alive for `'a` and their first `len`
+        // slots initialised and immutable; `UnsafeCell<MaybeUninit<T>>` and `UnsafeCell<T>`
+        // have the layout of `T`.
+        unsafe {
+            Prefix {
+                keys: slice::from_raw_parts(self.keys.as_ptr(), len),
+                hints: slice::from_raw_parts(self.hints.as_ptr(), len),
+                cells: slice::from_raw_parts(self.cells.as_ptr(), len),
+            }
+        }
+    }
+}
+
 impl<K: IndexKey> Records<K> {
+    /// The addresses of the arrays, for [`Bases::prefix`].
+    pub(crate) fn bases(&self) -> Bases<K> {
+        Bases {
+            keys: NonNull::from(&*self.keys).cast(),
+            hints: NonNull::from(&*self.hints).cast(),
+            cells: NonNull::from(&*self.cells).cast(),
+        }
+    }
+
     /// Records from strictly increasing `keys` and their cells (same length), with `spare`
     /// empty slots for appends.
     pub(crate) fn new(keys: Vec<K::Stored>, cells: Vec<RecordCell>, spare: usize) -> Self {
@@ -92,16 +147,6 @@ impl<K: IndexKey> Records<K> {
         // SAFETY: slots below an acquired `len` are initialised and never written again
         // (module comment); `UnsafeCell<MaybeUninit<T>>` has the layout of `T`.
         unsafe { slice::from_raw_parts(self.keys.as_ptr().cast::<K::Stored>(), len) }
-    }
-
-    /// The hints of the keys, in order: at least `keys().len()` of any earlier `keys()` call.
-    #[inline]
-    pub(crate) fn hints(&self) -> &[K::Hint] {
-        let len = self.len.load(Ordering::Acquire);
-        // SAFETY: as for `keys`: the hint slots below an acquired `len` were written before the
-        // release store of `len` and are never written again; `UnsafeCell<T>` has the layout
-        // of `T`.
-        unsafe { slice::from_raw_parts(self.hints.as_ptr().cast::<K::Hint>(), len) }
     }
 
     /// The cells of the keys: at least `keys().len()` of any earlier `keys()` call (the length

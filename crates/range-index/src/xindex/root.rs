@@ -16,6 +16,11 @@ use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use crate::xindex::config::Config;
 use crate::xindex::group::Group;
 use crate::xindex::key::IndexKey;
+use crate::xindex::prefetch;
+
+/// How many slots on each side of the root model's prediction a lookup requests while it
+/// searches the pivots (a slot is 8 bytes: 25 of them span 4 cache lines).
+const SLOT_PREFETCH_RADIUS: usize = 12;
 
 /// The root of XIndex-R.
 pub(crate) struct Root<K: IndexKey> {
@@ -71,7 +76,14 @@ impl<K: IndexKey> Root<K> {
     pub(crate) fn slot_of(&self, key: &K::Query) -> usize {
         self.model.as_ref().map_or(0, |model| {
             if !K::HINTED {
-                return K::count_at_or_below(model, &self.pivots[1..], key);
+                let pivots = &self.pivots[1..];
+                if let Some((predicted, window)) = K::root_prediction(model, key) {
+                    // The search's probes of the pivots and then the slot it picks would be
+                    // dependent misses: request their lines first.
+                    prefetch::slice(pivots.get(window).unwrap_or_default());
+                    prefetch::around(&self.slots, predicted, SLOT_PREFETCH_RADIUS);
+                }
+                return K::count_at_or_below(model, pivots, key);
             }
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
             // the pivots below `key` without touching the pivots' heap blocks. Equal hints leave

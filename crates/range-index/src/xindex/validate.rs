@@ -82,11 +82,12 @@ impl<K: IndexKey> Restructurer<'_, K> {
         }
         // Every key and its liveness, array first: at most one live record per key (I1).
         let mut liveness: BTreeMap<&K::Query, usize> = BTreeMap::new();
-        for (pos, (key, cell)) in keys.iter().map(K::query).zip(group.cells()).enumerate() {
+        for (key, cell) in keys.iter().map(K::query).zip(group.cells()) {
             assert!(in_range(key), "group {pivot:?}: array key {key:?} in range");
-            assert_eq!(
-                group.position(key),
-                Some(pos),
+            assert!(
+                group
+                    .record(key)
+                    .is_some_and(|found| std::ptr::eq(found, cell)),
                 "group {pivot:?}: the models find {key:?}"
             );
             check_cell(cell, key);
