@@ -77,13 +77,12 @@ impl<K: IndexKey> Root<K> {
         self.model.as_ref().map_or(0, |model| {
             if !K::HINTED {
                 let pivots = &self.pivots[1..];
-                if let Some((predicted, window)) = K::root_prediction(model, key) {
-                    // The search's probes of the pivots and then the slot it picks would be
-                    // dependent misses: request their lines first.
+                // The search's probes of the pivots and then the slot it picks would be
+                // dependent misses: request their lines first.
+                return K::count_at_or_below(model, pivots, key, |predicted, window| {
                     prefetch::slice(pivots.get(window).unwrap_or_default());
                     prefetch::around(&self.slots, predicted, SLOT_PREFETCH_RADIUS);
-                }
-                return K::count_at_or_below(model, pivots, key);
+                });
             }
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
             // the pivots below `key` without touching the pivots' heap blocks. Equal hints leave
@@ -94,7 +93,7 @@ impl<K: IndexKey> Root<K> {
             let pos = hints.partition_point(|&h| h < hint);
             match (hints.get(pos), hints.get(pos + 1)) {
                 (Some(&h), Some(&next)) if h == hint && next == hint => {
-                    K::count_at_or_below(model, &self.pivots[1..], key)
+                    K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ())
                 }
                 (Some(&h), _) if h == hint => {
                     pos + usize::from(self.pivots[1 + pos].borrow() <= key)
