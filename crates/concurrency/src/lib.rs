@@ -17,10 +17,13 @@
 //! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
 //!   the end of each model execution.
 //! - [`workers`]: the periodic background threads an index owns and joins on drop.
+//! - [`arena`]: append-only concurrent arenas for index parts that die with their container
+//!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
 
+pub mod arena;
 mod asymmetric_fence;
 pub mod backoff;
 pub mod epoch;

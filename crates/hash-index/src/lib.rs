@@ -7,7 +7,7 @@
 //!
 //! Modules, one per concept: `config` ([`Config`]), `error` ([`Error`]), `key` ([`HashKey`]),
 //! `model` (learned or hashed placement, chosen by measured conflicts), `record` (buckets,
-//! chain nodes, the meta-word operations), `arena` (each group's chain nodes), `group` (Algorithm 9 on one group), `resize`
+//! chain nodes, the meta-word operations), `group` (Algorithm 9 on one group), `resize`
 //! (Algorithm 10), `index` (the root and the public operations), `background`, `counter`
 //! (striped counters).
 //!
@@ -37,7 +37,6 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod arena;
 mod background;
 mod config;
 mod counter;

@@ -41,7 +41,8 @@ pub(crate) struct Record {
     value: AtomicU64,
 }
 
-/// A chain node: a record and the next node. Nodes live in their group's arena (see `arena`).
+/// A chain node: a record and the next node. Nodes live in their group's arena
+/// ([`concurrency::arena`]).
 /// Aligned to their size, 32 bytes, so that following a node touches one cache line, not two.
 #[repr(align(32))]
 pub(crate) struct Node {

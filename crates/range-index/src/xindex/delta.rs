@@ -20,17 +20,20 @@
 //! of Practical Synchronization", DaMoN 2016), with every node field an atomic so that each racy
 //! read is defined behaviour (DESIGN.md, "Concurrency"):
 //!
-//! - **Entries are boxed, immutable in their key, and never move.** Each key lives in its own
-//!   heap entry next to its [`RecordCell`]; nodes hold pointers to entries. A split moves the
-//!   pointers, never the entries, and no entry is freed before the tree is dropped. So the
+//! - **Entries are immutable in their key and never move.** Each key lives in an entry of its
+//!   own next to its [`RecordCell`], placed in the index's entry [`Arena`]; nodes hold pointers
+//!   to entries. A split moves the pointers, never the entries, and no entry is freed before
+//!   the tree is dropped. So the
 //!   `&RecordCell` that [`DeltaIndex::get`] returns has a stable address for the life of `&self`,
 //!   at all times. That is stronger than the reference code, whose leaf splits move entries so
 //!   that addresses are stable only while the buffer is frozen (digest §2.5, "bug-risk").
 //! - **Nothing is retired.** Splits happen in place: the left node keeps the first half, a new
 //!   right sibling takes the second, the parent gains a separator (or a new root is published).
-//!   No node is ever unlinked, so nothing needs a grace period or an epoch: every node and entry
-//!   is freed by [`Drop`], which has `&mut self`. A consequence used below: the leftmost leaf
-//!   never changes.
+//!   No node is ever unlinked, so nothing needs a grace period or an epoch: nodes and entries
+//!   come from two [`Arena`]s, dropped with the index (which has `&mut self` then). An insert
+//!   never calls `malloc` for a node or an entry of its own, and dropping a buffer frees a few
+//!   chunks, not a block per key (see the arena's docs for the stalls this avoids). A
+//!   consequence used below: the leftmost leaf never changes.
 //! - **Separators are entries.** An inner node's separator is a pointer to the entry whose key
 //!   is the smallest of the right subtree; entries are immutable and immortal, so separators
 //!   are too. Inner nodes route `key` to the child after the last separator `<= key`.
@@ -72,15 +75,15 @@
 //!   leaf's validation then rejects.
 //!
 //! Costs: a descent touches one node per level and, for byte strings, an entry (and its key's
-//! bytes) only on summary ties and for the final match; each key costs one boxed entry (the key
-//! plus a 16-byte cell) and one slot (pointer and summary) in a leaf.
+//! bytes) only on summary ties and for the final match; each key costs one entry (the key plus
+//! a 16-byte cell) and one slot (pointer and summary) in a leaf.
 
 use std::cmp;
 use std::fmt;
-use std::marker::PhantomData;
 use std::mem;
 use std::ptr;
 
+use concurrency::arena::Arena;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
 use learned_model::Key;
@@ -97,7 +100,7 @@ fn probe<K: IndexKey>(key: &K::Query) -> Probe<'_, K> {
     (key, K::summary(key))
 }
 
-/// One key and its record cell, boxed once and never moved or freed before the tree is dropped.
+/// One key and its record cell, placed once and never moved or freed before the tree is dropped.
 struct Entry<K> {
     key: K,
     cell: RecordCell,
@@ -174,10 +177,10 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
     fn entry(&self, i: usize) -> Option<&Entry<K>> {
         let entry = self.keys.get(i)?.load(Ordering::Acquire);
         // SAFETY: every non-null pointer ever stored in a key slot is an entry of this tree,
-        // boxed and fully initialised before a `Release` store published it (this `Acquire`
-        // load makes that initialisation visible); its key is never written again and its cell
-        // is all atomics. Entries are freed only by `DeltaIndex::drop`, which takes `&mut` of
-        // the tree and so cannot run while `self`, borrowed from the tree, is alive.
+        // placed in its arena, fully initialised, before a `Release` store published it (this
+        // `Acquire` load makes that initialisation visible); its key is never written again and
+        // its cell is all atomics. Entries are freed only when the tree's arenas are dropped,
+        // with the tree, which cannot happen while `self`, borrowed from the tree, is alive.
         unsafe { entry.as_ref() }
     }
 
@@ -189,8 +192,8 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
             prefetch::line(child.cast::<u8>().wrapping_add(offset));
         }
         // SAFETY: every non-null pointer ever stored in a child slot is a node of this tree,
-        // boxed and initialised before a `Release` store published it; nodes are never retired
-        // and are freed only by `DeltaIndex::drop` (`&mut` of the tree), as for `entry`.
+        // placed in its arena, initialised, before a `Release` store published it; nodes are
+        // never retired and are freed only with the tree's arenas, as for `entry`.
         unsafe { child.as_ref() }
     }
 
@@ -307,10 +310,10 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
     }
 
     /// Write-locked and full: keeps the keys (and children) below `mid` and moves the rest
-    /// into a new right sibling, returned unpublished except through a leaf's `next`. The key at
-    /// `mid` is the separator: a leaf's right sibling starts with it, an inner node hands it to
-    /// its parent.
-    fn split_off(&self, mid: usize) -> *mut Self {
+    /// into a new right sibling placed in `nodes`, returned unpublished except through a leaf's
+    /// `next`. The key at `mid` is the separator: a leaf's right sibling starts with it, an inner
+    /// node hands it to its parent.
+    fn split_off(&self, mid: usize, nodes: &Arena<Self>) -> *mut Self {
         let count = self.count();
         let right = Self::new(self.is_leaf);
         if self.is_leaf {
@@ -330,40 +333,12 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
             }
             right.count.store(count - mid - 1, Ordering::Relaxed);
         }
-        let right = Box::into_raw(Box::new(right));
+        let right = ptr::from_ref(nodes.alloc(right)).cast_mut();
         if self.is_leaf {
             self.next.store(right, Ordering::Release);
         }
         self.count.store(mid, Ordering::Relaxed);
         right
-    }
-
-    /// Frees the subtree rooted at `node`: its nodes and, in its leaves, its entries.
-    ///
-    /// # Safety
-    ///
-    /// `node` is a node of a tree that nobody else can access any more, reached through the
-    /// live slots (the first `count` keys, `count + 1` children) of its parent or as the root,
-    /// and not freed before.
-    unsafe fn free_subtree(node: *mut Self) {
-        // SAFETY: `node` came from `Box::into_raw` and, by the caller's contract, is freed once
-        // and not accessed by anyone else.
-        let node = unsafe { Box::from_raw(node) };
-        let count = node.count();
-        if node.is_leaf {
-            for i in 0..count {
-                // SAFETY: every entry sits in the live slots of exactly one leaf (an insert
-                // publishes it once, a split moves it from the left node's live slots to the
-                // right node's), and came from `Box::into_raw`; separators are not owners.
-                drop(unsafe { Box::from_raw(node.entry_ptr(i)) });
-            }
-        } else {
-            for i in 0..=count {
-                // SAFETY: each node is a live child of exactly one parent (a split moves it from
-                // the left node's live slots to the right node's), or the root.
-                unsafe { Self::free_subtree(node.child_ptr(i)) };
-            }
-        }
     }
 }
 
@@ -420,11 +395,21 @@ pub struct DeltaIndex<K: IndexKey, const FANOUT: usize = 16> {
     head: AtomicPtr<Node<K, FANOUT>>,
     /// Keys inserted so far.
     len: AtomicUsize,
-    /// Nodes allocated so far (for [`memory_bytes`](Self::memory_bytes)).
-    nodes: AtomicUsize,
-    /// The index owns its keys (through the entries).
-    _owns: PhantomData<K>,
+    /// Every entry, which owns its key.
+    entries: Arena<Entry<K>>,
+    /// Every node.
+    nodes: Arena<Node<K, FANOUT>>,
 }
+
+/// Entries of a delta index's first arena chunk; chunks double up to [`MAX_ENTRY_CHUNK`].
+const FIRST_ENTRY_CHUNK: usize = 8;
+
+/// The most entries of one arena chunk (24 KiB for `u64` keys).
+const MAX_ENTRY_CHUNK: usize = 1024;
+
+/// The most nodes of one arena chunk (26 KiB at the default fanout and `u64` keys); the first
+/// chunk holds the first leaf alone.
+const MAX_NODE_CHUNK: usize = 64;
 
 impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     /// An empty delta index (one empty leaf).
@@ -432,14 +417,17 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         const {
             assert!(FANOUT >= 4, "a delta index needs a fanout of at least 4");
         }
-        let leaf = Box::into_raw(Box::new(Node::new(true)));
-        Self {
-            root: AtomicPtr::new(leaf),
-            head: AtomicPtr::new(leaf),
+        let index = Self {
+            root: AtomicPtr::new(ptr::null_mut()),
+            head: AtomicPtr::new(ptr::null_mut()),
             len: AtomicUsize::new(0),
-            nodes: AtomicUsize::new(1),
-            _owns: PhantomData,
-        }
+            entries: Arena::new(FIRST_ENTRY_CHUNK, MAX_ENTRY_CHUNK),
+            nodes: Arena::new(1, MAX_NODE_CHUNK),
+        };
+        let leaf = ptr::from_ref(index.nodes.alloc(Node::new(true))).cast_mut();
+        index.root.store(leaf, Ordering::Relaxed);
+        index.head.store(leaf, Ordering::Relaxed);
+        index
     }
 
     /// The cell of `key`, if `key` was inserted; removed entries included (the caller reads the
@@ -472,13 +460,11 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
                 Ok(Step::Found(entry)) => return (&entry.cell, false),
                 Ok(Step::Vacant { leaf, pos, guard }) => {
                     let cell = RecordCell::new(RecordMeta::new(), value);
-                    let entry = Box::into_raw(Box::new(Entry { key, cell }));
-                    leaf.insert_entry(pos, (entry, summary));
+                    let entry = self.entries.alloc(Entry { key, cell });
+                    leaf.insert_entry(pos, (ptr::from_ref(entry).cast_mut(), summary));
                     self.len.fetch_add(1, Ordering::Relaxed);
                     guard.unlock();
-                    // SAFETY: `entry` was just boxed and now belongs to the tree, which never
-                    // frees an entry before `drop(&mut self)`, so it outlives `&self`.
-                    return (unsafe { &(*entry).cell }, true);
+                    return (&entry.cell, true);
                 }
                 Ok(Step::Split) => {}
                 Err(Restart) => backoff.snooze(),
@@ -533,24 +519,23 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         }
     }
 
-    /// The heap memory of the nodes and entries, in bytes; memory the keys own (the bytes of a
-    /// `Vec<u8>` key) is not counted.
+    /// The heap memory of the nodes and entries (their arenas' chunks, unused slots included),
+    /// in bytes; memory the keys own (the bytes of a `Vec<u8>` key) is not counted.
     pub fn memory_bytes(&self) -> usize {
-        self.nodes.load(Ordering::Relaxed) * mem::size_of::<Node<K, FANOUT>>()
-            + self.len() * mem::size_of::<Entry<K>>()
+        self.nodes.bytes() + self.entries.bytes()
     }
 
     fn root_node(&self) -> &Node<K, FANOUT> {
         let root = self.root.load(Ordering::Acquire);
-        // SAFETY: the root is never null; it is a published node of this tree, freed only by
-        // `drop(&mut self)`.
+        // SAFETY: the root is never null (`new` sets it before sharing the tree); it is a
+        // published node of this tree, freed only with the tree's arenas.
         unsafe { &*root }
     }
 
     fn head_node(&self) -> &Node<K, FANOUT> {
         let head = self.head.load(Ordering::Acquire);
-        // SAFETY: `head` is the first leaf, set in `new` and never changed; freed only by
-        // `drop(&mut self)`.
+        // SAFETY: `head` is the first leaf, set in `new` and never changed; freed only with the
+        // tree's arenas.
         unsafe { &*head }
     }
 
@@ -655,25 +640,23 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
             }
             None => None,
         };
-        let right = node.split_off(mid);
+        let right = node.split_off(mid, &self.nodes);
         if let Some((parent, parent_guard, slot)) = parent {
             parent.insert_child(slot, separator, right);
             parent_guard.unlock();
         } else {
             // `node` was the root at `version` (`read_root`), and a root changes only when it
             // splits, under its lock, which is held here: the root pointer still holds the
-            // pointer `node` was boxed as.
+            // pointer to `node`.
             let old_root = self.root.load(Ordering::Acquire);
             let root = Node::new(false);
             root.set_slot(0, separator);
             root.children[0].store(old_root, Ordering::Release);
             root.children[1].store(right, Ordering::Release);
             root.count.store(1, Ordering::Relaxed);
-            self.root
-                .store(Box::into_raw(Box::new(root)), Ordering::Release);
-            self.nodes.fetch_add(1, Ordering::Relaxed);
+            let root = ptr::from_ref(self.nodes.alloc(root)).cast_mut();
+            self.root.store(root, Ordering::Release);
         }
-        self.nodes.fetch_add(1, Ordering::Relaxed);
         node_guard.unlock();
         Ok(())
     }
@@ -691,13 +674,6 @@ impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
             .field("len", &self.len())
             .field("fanout", &FANOUT)
             .finish_non_exhaustive()
-    }
-}
-
-impl<K: IndexKey, const FANOUT: usize> Drop for DeltaIndex<K, FANOUT> {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self` excludes every other access; the root reaches every node once.
-        unsafe { Node::free_subtree(self.root.load(Ordering::Acquire)) };
     }
 }
 
@@ -762,7 +738,7 @@ mod tests {
         let mut leaves = Vec::new();
         let mut nodes = 0;
         let height = check_node(index.root_node(), true, None, None, &mut leaves, &mut nodes);
-        assert_eq!(nodes, index.nodes.load(Ordering::Relaxed), "node count");
+        assert_eq!(nodes, index.nodes.len(), "node count");
         assert!(
             ptr::eq(leaves[0], index.head_node()),
             "head is the leftmost leaf"
@@ -886,7 +862,9 @@ mod tests {
         assert!(index.get(b"".as_slice()).is_none());
         assert!(index.iter().next().is_none());
         assert!(index.iter_from(b"a".as_slice()).next().is_none());
-        assert_eq!(index.memory_bytes(), mem::size_of::<Node<Vec<u8>, 16>>());
+        assert_eq!(index.entries.bytes(), 0);
+        assert_eq!(index.memory_bytes(), index.nodes.bytes());
+        assert!(index.memory_bytes() >= mem::size_of::<Node<Vec<u8>, 16>>());
         assert!(format!("{index:?}").contains("len: 0"));
     }
 

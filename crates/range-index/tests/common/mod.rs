@@ -10,6 +10,10 @@ use std::time::Instant;
 pub fn model(f: impl Fn() + Send + Sync + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
+    // Every value a delta index places in its arenas is a few atomic operations, and a model
+    // builds its trees inside the model: loom's default of 1,000 branches per execution is
+    // too few for the trees of several splits.
+    builder.max_branches = 10_000;
     // A std atomic on purpose: it counts executions and is no part of the model.
     let executions = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&executions);
