@@ -26,8 +26,9 @@ use std::sync::Mutex;
 
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-/// The fewest bytes of a chunk, its head included. glibc keeps freed blocks of up to 160 bytes
-/// (by default) in the fastbins whose consolidation stalls `malloc`; an arena never frees one.
+/// The fewest bytes of a chunk, its head included. glibc keeps freed blocks of up to 128 bytes
+/// (160 at most, by its `mxfast` tunable) in the fastbins whose consolidation stalls `malloc`;
+/// an arena never frees one.
 const MIN_CHUNK_BYTES: usize = 256;
 
 /// Values of type `T`, each at a fixed address until the arena is dropped.
@@ -71,7 +72,8 @@ impl<T> Chunk<T> {
     /// Where the slots start, from the head's address.
     const SLOTS_OFFSET: usize = size_of::<Self>().next_multiple_of(align_of::<T>());
 
-    /// The slots a chunk needs to hold at least `len` and [`MIN_CHUNK_BYTES`].
+    /// The slots a chunk needs to hold at least `len` and to span [`MIN_CHUNK_BYTES`] (a
+    /// zero-sized type's chunks are padded to that size by [`layout`](Self::layout)).
     fn slots_for(len: usize) -> usize {
         match size_of::<T>() {
             0 => len,
@@ -83,13 +85,13 @@ impl<T> Chunk<T> {
         }
     }
 
-    /// The allocation of a chunk of `len` slots.
+    /// The allocation of a chunk of `len` slots, at least [`MIN_CHUNK_BYTES`] long.
     fn layout(len: usize) -> Layout {
         Layout::array::<T>(len)
             .and_then(|slots| Layout::new::<Self>().extend(slots))
-            .map(|(layout, offset)| {
+            .and_then(|(layout, offset)| {
                 debug_assert_eq!(offset, Self::SLOTS_OFFSET);
-                layout
+                Layout::from_size_align(layout.size().max(MIN_CHUNK_BYTES), layout.align())
             })
             .expect("an arena chunk fits the address space")
     }
@@ -117,11 +119,12 @@ impl<T> Chunk<T> {
         chunk
     }
 
-    /// Slot `i` of `chunk` (`i < len`; the pointer is computed, not read).
-    fn slot(chunk: *const Self, i: usize) -> *mut T {
+    /// Slot `i` of `chunk` (`i < len`; the pointer is computed, not read). It derives from the
+    /// raw pointer to the whole allocation, never from a `&Chunk`, whose permission would cover
+    /// the head alone.
+    fn slot(chunk: *mut Self, i: usize) -> *mut T {
         chunk
             .cast::<u8>()
-            .cast_mut()
             .wrapping_add(Self::SLOTS_OFFSET)
             .cast::<T>()
             .wrapping_add(i)
@@ -132,25 +135,34 @@ impl<T> Chunk<T> {
         self.taken.load(Ordering::Relaxed).min(self.len)
     }
 
-    /// Frees `chunk`, dropping the values in its first `filled` slots.
+    /// Frees `chunk`, dropping the values in its first `filled` slots; if one of their drops
+    /// panics, the others are still dropped and the chunk's memory still freed.
     ///
     /// # Safety
     ///
     /// `chunk` came from [`with_first`](Self::with_first), is freed once, and nobody else
     /// accesses it; its first `filled` slots hold values, each dropped here once.
     unsafe fn free(chunk: *mut Self, filled: usize) {
-        // SAFETY: by the caller's contract, the chunk is live and exclusively ours.
-        let len = unsafe { (*chunk).len };
-        for i in 0..filled {
-            // SAFETY: slot `i` holds a value (the caller's contract), dropped once.
-            unsafe { ptr::drop_in_place(Self::slot(chunk, i)) };
+        /// Frees the memory of a chunk whose values are dropped (or being dropped).
+        struct Release<T>(*mut Chunk<T>);
+        impl<T> Drop for Release<T> {
+            fn drop(&mut self) {
+                // SAFETY: `free`'s contract: the head is initialised and dropped once, here;
+                // the allocation was made with the layout of `len` slots and is freed once.
+                unsafe {
+                    let len = (*self.0).len;
+                    ptr::drop_in_place(self.0);
+                    dealloc(self.0.cast(), Chunk::<T>::layout(len));
+                }
+            }
         }
-        // SAFETY: the head is initialised and dropped once; the allocation was made with the
-        // layout of `len` slots and is freed once.
+        let release = Release(chunk);
+        // SAFETY: the first `filled` slots hold values (the caller's contract), contiguous and
+        // dropped once, here, as one slice, which keeps dropping after a panicking drop.
         unsafe {
-            ptr::drop_in_place(chunk);
-            dealloc(chunk.cast(), Self::layout(len));
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(Self::slot(chunk, 0), filled));
         }
+        drop(release);
     }
 }
 
@@ -167,6 +179,9 @@ impl<T> Arena<T> {
             (1..=max_chunk).contains(&first_chunk),
             "an arena's first chunk has between 1 and max_chunk slots"
         );
+        // The largest chunk must be allocatable: fail here, not inside an `alloc` that may run
+        // under its caller's locks.
+        Chunk::<T>::layout(Chunk::<T>::slots_for(max_chunk));
         Self {
             newest: AtomicPtr::new(ptr::null_mut()),
             first_chunk: Chunk::<T>::slots_for(first_chunk),
@@ -188,7 +203,7 @@ impl<T> Arena<T> {
                     // Distinct `fetch_add` results give distinct slots.
                     let i = chunk.taken.fetch_add(1, Ordering::Relaxed);
                     if i < chunk.len {
-                        let slot = Chunk::slot(chunk, i);
+                        let slot = Chunk::slot(newest, i);
                         // SAFETY: slot `i` exists, was handed to this call alone and is written
                         // once; it lives as long as the arena.
                         return unsafe {
@@ -200,6 +215,13 @@ impl<T> Arena<T> {
                 }
                 None => self.first_chunk,
             };
+            // Another thread may have installed the next chunk meanwhile: take a slot there
+            // rather than allocate a chunk only to free it when the CAS fails.
+            let seen = self.newest.load(Ordering::Acquire);
+            if seen != newest {
+                newest = seen;
+                continue;
+            }
             let fresh = Chunk::with_first(len, value, newest);
             match self
                 .newest
@@ -252,6 +274,9 @@ impl<T> Arena<T> {
 }
 
 impl<T> Drop for Arena<T> {
+    /// Drops the values chunk by chunk, the newest chunk first and each chunk's values in the
+    /// order they were placed. If a drop panics, that chunk is still freed whole and the older
+    /// chunks are leaked, never freed twice.
     fn drop(&mut self) {
         let mut next = self.newest.load(Ordering::Acquire);
         while !next.is_null() {
@@ -316,6 +341,53 @@ mod tests {
             arena.alloc(());
         }
         assert_eq!(arena.len(), 5);
+        // Chunks of 1, 2 and 2 values of no size, each padded to the minimum.
+        assert_eq!(arena.bytes(), 3 * MIN_CHUNK_BYTES);
+    }
+
+    #[test]
+    fn over_aligned_values_are_aligned() {
+        #[repr(align(64))]
+        struct Line(u8);
+        let arena = Arena::new(1, 4);
+        for i in 0..10 {
+            let value = arena.alloc(Line(i));
+            assert_eq!(ptr::from_ref(value) as usize % 64, 0);
+            assert_eq!(value.0, i);
+        }
+    }
+
+    #[test]
+    fn a_panicking_drop_does_not_stop_the_others_of_its_chunk() {
+        /// Counts its drops; the one marked `panics` panics after counting.
+        struct Fragile {
+            drops: Arc<StdAtomicUsize>,
+            panics: bool,
+        }
+        impl Drop for Fragile {
+            fn drop(&mut self) {
+                self.drops.fetch_add(1, Ordering::Relaxed);
+                assert!(!self.panics, "this drop panics");
+            }
+        }
+        let drops = Arc::new(StdAtomicUsize::new(0));
+        // One chunk (16-byte values, 24-byte head: 15 slots); the third value panics.
+        let arena = Arena::new(15, 15);
+        for i in 0..10 {
+            arena.alloc(Fragile {
+                drops: Arc::clone(&drops),
+                panics: i == 2,
+            });
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(arena)));
+        assert!(outcome.is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 10);
+    }
+
+    #[test]
+    #[should_panic(expected = "fits the address space")]
+    fn an_impossible_largest_chunk_is_refused_at_once() {
+        Arena::<[u64; 1024]>::new(1, usize::MAX / 1024);
     }
 
     #[test]

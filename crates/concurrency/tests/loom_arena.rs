@@ -8,7 +8,8 @@ use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
 use concurrency::arena::Arena;
 use concurrency::sync::Arc;
-use concurrency::sync::atomic::Ordering;
+use concurrency::sync::atomic::{AtomicPtr, Ordering};
+use concurrency::sync::cell::UnsafeCell;
 
 /// A value as large as a whole minimal chunk, so that every chunk holds one slot and each
 /// `alloc` after the first races to install a chunk. Counts its drops in a std atomic, which is
@@ -90,5 +91,57 @@ fn the_loser_of_the_first_chunk_takes_a_slot_in_the_winners() {
         assert_eq!((worker.join().expect("no panic"), mine), (1, 2));
         assert_eq!(arena.len(), 2);
         assert_eq!(arena.bytes(), 256, "the losing chunk stayed linked");
+    });
+}
+
+/// A value whose payload loom tracks (a cell), large enough that a minimal chunk holds at most
+/// two: of three `alloc`s, one finds its chunk full and installs the next while others take
+/// slots.
+struct Tracked {
+    payload: UnsafeCell<u64>,
+    _fill: [u64; 15],
+}
+
+// SAFETY: the payload is written only by the thread that placed the value, before it publishes
+// the value's address with `Release`; readers load that address with `Acquire` first. Loom
+// checks exactly this: a read without the happens-before edge fails the model.
+unsafe impl Sync for Tracked {}
+
+#[test]
+fn a_value_published_by_its_allocator_is_read_whole_by_another_thread() {
+    common::model(|| {
+        let arena = Arc::new(Arena::new(1, 2));
+        let published = Arc::new(AtomicPtr::<Tracked>::new(std::ptr::null_mut()));
+        let writers: Vec<_> = (1..=2_u64)
+            .map(|tag| {
+                let (arena, published) = (Arc::clone(&arena), Arc::clone(&published));
+                common::spawn(move || {
+                    let value = arena.alloc(Tracked {
+                        payload: UnsafeCell::new(0),
+                        _fill: [0; 15],
+                    });
+                    // SAFETY: the value is this thread's alone until it is published below.
+                    value.payload.with_mut(|payload| unsafe { *payload = tag });
+                    if tag == 1 {
+                        published.store(std::ptr::from_ref(value).cast_mut(), Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        arena.alloc(Tracked {
+            payload: UnsafeCell::new(3),
+            _fill: [0; 15],
+        });
+        assert!((1..=3).contains(&arena.len()));
+        // SAFETY: a non-null pointer is a value of the arena, which outlives this scope.
+        if let Some(value) = unsafe { published.load(Ordering::Acquire).as_ref() } {
+            // SAFETY: the writer's store to the payload happens before its `Release` store of
+            // the address, which this `Acquire` load read.
+            assert_eq!(value.payload.with(|payload| unsafe { *payload }), 1);
+        }
+        for writer in writers {
+            writer.join().expect("the writer does not panic");
+        }
+        assert_eq!(arena.len(), 3);
     });
 }
