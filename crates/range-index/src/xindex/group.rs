@@ -39,6 +39,10 @@ use crate::xindex::records::{Bases, Prefix};
 /// and 32 was slower again.
 const RECORD_PREFETCH_RADIUS: usize = 12;
 
+/// The longest run of equal hints that a group search compares key by key; a longer run is
+/// left to the model's search (16 keys are 16 slots of 32 bytes: 8 cache lines).
+const MAX_HINT_RUN: usize = 16;
+
 /// How many models a group node holds inline (the paper's `m`, the default): a lookup then
 /// reads its model from the node it already reached, instead of following one more pointer.
 const INLINE_MODELS: usize = 4;
@@ -283,17 +287,21 @@ impl<K: IndexKey> Group<K> {
         let hints = &trained.hints[start..end];
         let hint = K::hint(key);
         let window = model.bounds().window(predicted, slice.len());
-        let pos = search::lower_bound_in_by(hints, window, |&h| h < hint);
+        let pos = search::lower_bound_in_by(hints, window.clone(), |&h| h < hint);
         // Every hint before `pos` is below `hint`, so its key is below `key`; a greater hint at
-        // `pos` means a greater key. Equal hints leave the order to the keys: one tie is one
-        // comparison, a run of them (keys sharing eight bytes) the model's search.
-        match (hints.get(pos), hints.get(pos + 1)) {
-            (Some(&h), Some(&next)) if h == hint && next == hint => {
-                K::stored_lower_bound(model, slice, key)
-            }
-            (Some(&h), _) if h == hint => pos + usize::from(K::query(&slice[pos]) < key),
-            _ => pos,
+        // `pos` means a greater key. Equal hints leave the order to the keys, and only the
+        // keys of the run of equal hints from `pos` can be compared with `key`: a short run
+        // (words sharing eight bytes) is searched directly, in a few neighbouring slots; a long
+        // one (keys sharing a long prefix) by the model.
+        if hints.get(pos) != Some(&hint) {
+            return pos;
         }
+        let run_end =
+            search::lower_bound_in_by(hints, pos..window.end.max(pos + 1), |&h| h <= hint);
+        if run_end - pos > MAX_HINT_RUN {
+            return K::stored_lower_bound(model, slice, key);
+        }
+        pos + slice[pos..run_end].partition_point(|k| K::query(k) < key)
     }
 
     /// The first array position whose key is `>= key` (`keys().len()` if none).
@@ -519,6 +527,43 @@ mod tests {
                 let found = keys.get(expected).is_some_and(|&k| k == probe);
                 let value = g.record(&probe).map(|cell| cell.read().1);
                 assert_eq!(value, found.then_some(probe));
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_equal_hints_are_searched_by_their_keys() {
+        // Runs of 1 to 40 keys sharing their first eight bytes, around the 16-key cap under
+        // which a run is searched key by key instead of by the model.
+        let mut keys = Vec::new();
+        for (run, length) in [1usize, 2, 5, 16, 17, 40].into_iter().enumerate() {
+            let prefix = [b'a' + run as u8; 8];
+            for i in 0..length {
+                keys.push([prefix.as_slice(), &[b'0' + (2 * i) as u8]].concat());
+            }
+        }
+        let stored: Vec<_> = keys.iter().map(|k| Vec::<u8>::to_stored(k)).collect();
+        for models in 1..=4 {
+            let cells = (0..keys.len() as u64).map(record::live).collect();
+            let g = Group::<Vec<u8>>::new(
+                keys[0].clone(),
+                Records::new(stored.clone(), cells, 0),
+                train(&stored, models),
+                Arc::new(DeltaIndex::new()),
+                ptr::null_mut(),
+            );
+            let mut probes = keys.clone();
+            for key in &keys {
+                probes.push(key[..8].to_vec());
+                probes.push([&key[..8], &[key[8] + 1]].concat());
+                probes.push([key.as_slice(), b"+"].concat());
+            }
+            for probe in &probes {
+                let expected = keys.partition_point(|k| k < probe);
+                assert_eq!(g.lower_bound(probe), expected, "{models} models, {probe:?}");
+                let found = keys.get(expected).is_some_and(|k| k == probe);
+                let value = g.record(probe).map(|cell| cell.read().1);
+                assert_eq!(value, found.then_some(expected as u64), "{probe:?}");
             }
         }
     }
