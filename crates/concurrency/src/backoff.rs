@@ -71,6 +71,11 @@ impl Backoff {
         }
     }
 
+    /// True once the busy-waiting steps are over.
+    pub fn spun_out(&self) -> bool {
+        self.step > SPIN_LIMIT
+    }
+
     /// True once the backoff has reached its longest step: a caller that can block (park, sleep)
     /// should do so now rather than keep snoozing.
     pub fn is_completed(&self) -> bool {
@@ -99,6 +104,16 @@ mod tests {
         assert!(b.is_completed());
         b.reset();
         assert!(!b.is_completed());
+    }
+
+    #[test]
+    fn spinning_is_over_before_the_yields() {
+        let mut b = Backoff::new();
+        for _ in 0..=SPIN_LIMIT {
+            assert!(!b.spun_out());
+            b.snooze();
+        }
+        assert!(b.spun_out() && !b.is_completed());
     }
 
     #[test]
