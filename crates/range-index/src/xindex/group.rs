@@ -346,8 +346,8 @@ impl<K: IndexKey> Group<K> {
             if trained.hints.get(pos) != Some(&K::hint(key)) {
                 return None;
             }
-            // The hinted search has not touched the key's slot yet: let the cell's miss
-            // overlap the key's in the comparison below.
+            // The cell may lie beyond those requested around the prediction: request it before
+            // the key comparison below (the tie's search has brought the key's slot in).
             prefetch::line(&trained.cells[pos]);
         }
         trained
