@@ -19,6 +19,8 @@
 //! - [`workers`]: the periodic background threads an index owns and joins on drop.
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
 //!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
+//! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
+//!   buckets), so random lookups do not also miss the TLB.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
@@ -28,6 +30,7 @@ mod asymmetric_fence;
 pub mod backoff;
 pub mod epoch;
 pub mod grace_period;
+pub mod large_array;
 pub mod node_lock;
 pub mod record_cell;
 pub mod record_lock;

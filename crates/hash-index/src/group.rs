@@ -38,6 +38,7 @@ use std::ops::Range;
 use std::ptr;
 
 use concurrency::arena::Arena;
+use concurrency::large_array::LargeArray;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::counter::{COUNTERS_BYTES, Counters};
@@ -67,7 +68,7 @@ const MAX_CHAIN_CHUNK: usize = 1024;
 #[repr(C)]
 pub(crate) struct Group<K: HashKey> {
     placement: Placement,
-    buckets: Box<[Record]>,
+    buckets: LargeArray<Record>,
     /// The group being built by a resize (inserts go there); NULL when not resizing.
     tmp: AtomicPtr<Group<K>>,
     /// One chain head per `CHAIN_SPAN` buckets.
@@ -100,7 +101,7 @@ impl<K: HashKey> Group<K> {
             tmp: AtomicPtr::new(ptr::null_mut()),
             placement: trained.placement,
             trained_conflict_rate: trained.conflict_rate,
-            buckets: (0..slots).map(|_| Record::empty()).collect(),
+            buckets: LargeArray::from_fn(slots, |_| Record::empty()),
             chains: (0..slots.div_ceil(CHAIN_SPAN))
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),

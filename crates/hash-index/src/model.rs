@@ -27,7 +27,7 @@
 //! Root and bucket hashes use different bits of the key's hash (the bucket hash is rotated),
 //! so keys routed to one group by their hash still spread over its buckets.
 
-use learned_model::{LinearModel, offset_from_pivot};
+use learned_model::{LinearModel, clamp_prediction, offset_from_pivot};
 
 use crate::key::HashKey;
 use crate::record::{BUCKET_BYTES, NODE_BYTES};
@@ -113,9 +113,8 @@ impl Placement {
 
     #[inline]
     fn learned_slot(&self, input: u64) -> usize {
-        // `as` saturates negative predictions and NaN to 0.
         let raw = offset_from_pivot(input, self.pivot) * self.slope + self.intercept;
-        (raw as usize).min(self.slots - 1)
+        clamp_prediction(raw, self.slots)
     }
 
     #[inline]

@@ -36,7 +36,9 @@ impl Key for Vec<u8> {
 /// The model input of an integer key: its signed distance from `pivot`, as `f64`.
 ///
 /// Subtracting before converting keeps the precision of keys above 2^53: only the distance,
-/// not the key itself, has to fit the 53-bit mantissa.
+/// not the key itself, has to fit the 53-bit mantissa. A distance under 2^63 either way (every
+/// distance a model sees in practice) converts as an `i64`, in one x86-64 instruction; the
+/// conversion from `u64` takes a sequence of them, on every lookup's path.
 ///
 /// ```
 /// use learned_model::offset_from_pivot;
@@ -46,10 +48,14 @@ impl Key for Vec<u8> {
 /// ```
 #[inline]
 pub fn offset_from_pivot(key: u64, pivot: u64) -> f64 {
-    if key >= pivot {
-        (key - pivot) as f64
-    } else {
+    let (wrapped, below) = key.overflowing_sub(pivot);
+    let signed = wrapped as i64;
+    if below == (signed < 0) {
+        signed as f64
+    } else if below {
         -((pivot - key) as f64)
+    } else {
+        (key - pivot) as f64
     }
 }
 
@@ -70,4 +76,43 @@ pub fn prefix_word(bytes: &[u8]) -> u64 {
     let len = bytes.len().min(8);
     word[..len].copy_from_slice(&bytes[..len]);
     u64::from_be_bytes(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition: the distance converted as an unsigned number, negated below the pivot.
+    fn by_definition(key: u64, pivot: u64) -> f64 {
+        if key >= pivot {
+            (key - pivot) as f64
+        } else {
+            -((pivot - key) as f64)
+        }
+    }
+
+    #[test]
+    fn offsets_match_the_definition_at_every_boundary_of_the_signed_range() {
+        let half = 1u64 << 63;
+        let values = [
+            0,
+            1,
+            2,
+            (1 << 53) + 1,
+            half - 2,
+            half - 1,
+            half,
+            half + 1,
+            half + 2,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &key in &values {
+            for &pivot in &values {
+                let got = offset_from_pivot(key, pivot);
+                let want = by_definition(key, pivot);
+                assert_eq!(got.to_bits(), want.to_bits(), "key {key}, pivot {pivot}");
+            }
+        }
+    }
 }

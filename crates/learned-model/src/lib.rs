@@ -43,7 +43,7 @@ pub use error::{Error, Result};
 pub use grouping::GreedyGrouping;
 pub use key::{Key, offset_from_pivot, prefix_word};
 pub use linear::LinearModel;
-pub use model::{ErrorBounds, KeyModel};
+pub use model::{ErrorBounds, KeyModel, clamp_prediction};
 pub use partial_key::PartialKeyLayout;
 pub use piecewise::PiecewiseRoot;
 pub use rmi::Rmi;

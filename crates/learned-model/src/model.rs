@@ -43,11 +43,23 @@ impl ErrorBounds {
     }
 }
 
-/// Turns a raw prediction into a position in `0..len` (`len > 0`): `as` saturates negative
-/// values and NaN to 0, and the minimum caps the rest.
+/// Turns a raw prediction into a position in `0..len` (`len > 0`): NaN and negative values
+/// give 0, values past the end `len - 1`.
+///
+/// It converts through `i64`, which x86-64 does in one instruction (a conversion to `usize`
+/// needs a longer sequence for values of 2^63 and more); no slice is that long, so the
+/// clamp's result is the same.
+///
+/// ```
+/// use learned_model::clamp_prediction;
+/// assert_eq!(clamp_prediction(2.7, 10), 2);
+/// assert_eq!(clamp_prediction(-3.0, 10), 0);
+/// assert_eq!(clamp_prediction(f64::NAN, 10), 0);
+/// assert_eq!(clamp_prediction(1e300, 10), 9);
+/// ```
 #[inline]
-pub(crate) fn clamp_prediction(raw: f64, len: usize) -> usize {
-    (raw as usize).min(len - 1)
+pub fn clamp_prediction(raw: f64, len: usize) -> usize {
+    (raw as i64).max(0).min(len as i64 - 1) as usize
 }
 
 /// A model that learns the position of each key in a sorted, duplicate-free array.
