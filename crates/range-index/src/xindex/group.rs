@@ -39,6 +39,13 @@ use crate::xindex::records::{Bases, Prefix};
 /// and 32 was slower again.
 const RECORD_PREFETCH_RADIUS: usize = 12;
 
+/// How many key slots on each side of a model's prediction a lookup of a hinted (byte-string)
+/// key requests with the hint window: its search runs on the hints, but it ends by comparing
+/// the key at the position found, whose 32-byte slot would otherwise be a miss of its own
+/// after the hints' (4 slots either way are 4 or 5 cache lines). On the word list at 1 thread
+/// this took read-only lookups from 1.01 to 1.16 Mops/s (medians of 5 alternated runs).
+const KEY_PREFETCH_RADIUS: usize = 4;
+
 /// The longest run of equal hints that a group search compares key by key; a longer run is
 /// left to the model's search (16 keys are 16 slots of 32 bytes: 8 cache lines).
 const MAX_HINT_RUN: usize = 16;
@@ -332,6 +339,7 @@ impl<K: IndexKey> Group<K> {
         let window = model.bounds().window(predicted, end - start);
         if K::HINTED {
             prefetch::slice(&trained.hints[start..end][window]);
+            prefetch::around(&trained.keys[start..end], predicted, KEY_PREFETCH_RADIUS);
         } else {
             prefetch::slice(&trained.keys[start..end][window]);
         }
