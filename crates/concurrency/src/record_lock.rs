@@ -1,11 +1,17 @@
 //! XIndex's record meta word: flags, a lock bit and a version in one `AtomicU64`, read
 //! optimistically (XIndex §3.2 "record_t", §4.1 of the digest; XIndex-H buckets, §3.18).
 //!
-//! Layout of the word (the reference code's layout, with XIndex-H's `uninitialized` bit added):
+//! Layout of the word (the reference code's layout, with XIndex-H's `uninitialized` bit and eight
+//! tag bits taken from the top of the version):
 //!
-//! | bit   | 63       | 62        | 61              | 60     | 59..0     |
-//! |-------|----------|-----------|-----------------|--------|-----------|
-//! | field | `is_ptr` | `removed` | `uninitialized` | `lock` | `version` |
+//! | bit   | 63       | 62        | 61              | 60     | 59..52 | 51..0     |
+//! |-------|----------|-----------|-----------------|--------|--------|-----------|
+//! | field | `is_ptr` | `removed` | `uninitialized` | `lock` | `tag`  | `version` |
+//!
+//! The tag belongs to the record's owner, which may only add bits to it under the lock; they are
+//! published with the unlock like the flags. XIndex-H keeps a filter of its bucket's chained keys
+//! there. 52 bits of version wrap after 4.5 · 10^15 writes to one record: a stale snapshot could
+//! validate only for a reader stalled through exactly that many writes.
 //!
 //! Protocol:
 //!
@@ -38,7 +44,9 @@ const REMOVED: u64 = 1 << 62;
 const UNINITIALIZED: u64 = 1 << 61;
 const LOCKED: u64 = 1 << 60;
 const FLAGS: u64 = IS_PTR | REMOVED | UNINITIALIZED;
-const VERSION_MASK: u64 = LOCKED - 1;
+const TAG_SHIFT: u32 = 52;
+const TAG_MASK: u64 = 0xff << TAG_SHIFT;
+const VERSION_MASK: u64 = (1 << TAG_SHIFT) - 1;
 
 /// A snapshot of a record's meta word.
 ///
@@ -79,9 +87,14 @@ impl RecordMeta {
         self.0 & LOCKED != 0
     }
 
-    /// The modification count (60 bits, wrapping).
+    /// The modification count (52 bits, wrapping).
     pub const fn version(self) -> u64 {
         self.0 & VERSION_MASK
+    }
+
+    /// The owner's tag bits (see the module comment).
+    pub const fn tag(self) -> u8 {
+        ((self.0 & TAG_MASK) >> TAG_SHIFT) as u8
     }
 
     /// This snapshot with `is_ptr` set to `on`.
@@ -110,6 +123,7 @@ impl fmt::Debug for RecordMeta {
             .field("removed", &self.is_removed())
             .field("uninitialized", &self.is_uninitialized())
             .field("locked", &self.is_locked())
+            .field("tag", &self.tag())
             .field("version", &self.version())
             .finish()
     }
@@ -272,13 +286,20 @@ impl RecordGuard<'_> {
     pub fn set_uninitialized(&mut self, on: bool) {
         self.meta = set_bit(self.meta, UNINITIALIZED, on);
     }
+
+    /// Adds `bits` to the tag; tag bits are never cleared.
+    pub fn add_tag(&mut self, bits: u8) {
+        self.meta |= u64::from(bits) << TAG_SHIFT;
+    }
 }
 
 impl Drop for RecordGuard<'_> {
     fn drop(&mut self) {
         let version = (self.meta & VERSION_MASK).wrapping_add(1) & VERSION_MASK;
-        self.word
-            .store((self.meta & FLAGS) | version, Ordering::Release);
+        self.word.store(
+            (self.meta & (FLAGS | TAG_MASK)) | version,
+            Ordering::Release,
+        );
     }
 }
 
@@ -311,6 +332,22 @@ mod tests {
         assert!(after.is_ptr() && after.is_removed() && !after.is_locked());
         assert!(!lock.validate(before));
         assert!(lock.validate(after));
+    }
+
+    #[test]
+    fn tag_bits_accumulate_and_survive_later_writes() {
+        let lock = RecordLock::default();
+        lock.lock().add_tag(0b0000_0101);
+        assert_eq!(lock.load().tag(), 0b0000_0101);
+        lock.lock().add_tag(0b1000_0001);
+        assert_eq!(lock.load().tag(), 0b1000_0101);
+        {
+            let mut g = lock.lock();
+            g.set_removed(true);
+        }
+        let meta = lock.read_begin();
+        assert_eq!((meta.tag(), meta.version()), (0b1000_0101, 3));
+        assert!(meta.is_removed() && !meta.is_ptr() && !meta.is_uninitialized());
     }
 
     #[test]

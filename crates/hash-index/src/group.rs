@@ -44,7 +44,9 @@ use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use crate::counter::{COUNTERS_BYTES, Counters};
 use crate::key::HashKey;
 use crate::model::{Placement, PlacementKind, Trained};
-use crate::record::{self, CHAIN_SPAN, Chain, Locked, Node, Record, Seen, Written};
+use crate::record::{
+    self, CHAIN_SPAN, Chain, Locked, Node, Record, Seen, Written, chain_filter_bit,
+};
 
 /// How far from its home bucket a key may be placed before it goes to a chain: the buckets
 /// within two on either side share the home bucket's cache line or its neighbours, so checking
@@ -174,6 +176,9 @@ impl<K: HashKey> Group<K> {
     /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
     /// or a node of its chain. An uninitialised home bucket means none of these holds it: a
     /// key goes elsewhere only when its home bucket is taken, and buckets are never emptied.
+    /// The chain is followed only if the home's chain filter, in the meta word read first, has
+    /// the key's bit: a key pushed onto the chain after that read is published by the home's
+    /// unlock, after it, so this lookup may order itself before that insert.
     #[inline]
     fn find(&self, b: usize, key: &K::Query) -> Option<&Record> {
         let home = &self.buckets[b];
@@ -188,7 +193,33 @@ impl<K: HashKey> Group<K> {
         if let Some(record) = self.neighbours(b).find(|r| r.holds::<K>(key)) {
             return Some(record);
         }
+        self.chained(b, meta.tag(), key)
+    }
+
+    /// The node of bucket `b`'s chain holding `key`, if `filter` (the chain filter of `key`'s
+    /// home bucket `b`) says the chain may hold it.
+    #[inline]
+    fn chained(&self, b: usize, filter: u8, key: &K::Query) -> Option<&Record> {
+        if filter & chain_filter_bit::<K>(key) == 0 {
+            return None;
+        }
         Chain::new(self.chain(b)).find(|r| r.holds::<K>(key))
+    }
+
+    /// Pushes a record for `key` onto the chain of its home bucket `b`, whose lock is `home`,
+    /// and adds the key to the home's chain filter.
+    fn push_chained(
+        &self,
+        b: usize,
+        home: &mut Locked<'_>,
+        key: &K::Query,
+        value: u64,
+        is_ptr: bool,
+    ) {
+        let node = self.arena.alloc(Node::vacant());
+        record::push(self.chain(b), node, K::new_word(key), value, is_ptr);
+        home.mark_chained(chain_filter_bit::<K>(key));
+        self.counts.add_second(1);
     }
 
     /// Takes a free neighbour of bucket `b` for a new record, if one is free and not locked
@@ -244,7 +275,7 @@ impl<K: HashKey> Group<K> {
         if let Some(record) = self
             .neighbours(b)
             .find(|r| r.holds::<K>(key))
-            .or_else(|| Chain::new(self.chain(b)).find(|r| r.holds::<K>(key)))
+            .or_else(|| self.chained(b, locked.meta().tag(), key))
         {
             // The key's record is permanent, so every put of the key meets on its lock; the
             // home lock is released first (two homes' puts must not wait on each other's
@@ -261,10 +292,8 @@ impl<K: HashKey> Group<K> {
             self.counts.add_first(1);
             return Upsert::Done(None);
         }
-        let node = self.arena.alloc(Node::vacant());
-        record::push(self.chain(b), node, K::new_word(key), value, false);
+        self.push_chained(b, &mut locked, key, value, false);
         self.counts.add_first(1);
-        self.counts.add_second(1);
         Upsert::Done(None)
     }
 
@@ -327,14 +356,12 @@ impl<K: HashKey> Group<K> {
         }
         if home.holds::<K>(key)
             || self.neighbours(b).any(|r| r.holds::<K>(key))
-            || Chain::new(self.chain(b)).any(|r| r.holds::<K>(key))
+            || self.chained(b, locked.meta().tag(), key).is_some()
         {
             return;
         }
         if !self.claim_neighbour(b, key, address, true) {
-            let node = self.arena.alloc(Node::vacant());
-            record::push(self.chain(b), node, K::new_word(key), address, true);
-            self.counts.add_second(1);
+            self.push_chained(b, &mut locked, key, address, true);
         }
         self.counts.add_first(1);
     }
@@ -434,6 +461,13 @@ impl<K: HashKey> Group<K> {
         for (h, head) in self.chains.iter().enumerate() {
             for record in Chain::new(head) {
                 check(record, &|slot| slot / CHAIN_SPAN == h);
+                // SAFETY: as in `check`.
+                let key = unsafe { K::word_key(record.key_word()) };
+                let home = &self.buckets[self.placement.slot::<K>(key.borrow())];
+                assert!(
+                    home.meta().tag() & chain_filter_bit::<K>(key.borrow()) != 0,
+                    "a chained key is missing from its home bucket's chain filter"
+                );
             }
         }
         live

@@ -9,8 +9,9 @@
 //! The last models check the probing of nearby buckets: in a crowded group whose keys all share
 //! one home bucket, without a resize; and a key removed and put back during a migration, which
 //! may place it in the bucket near its home while the migration adds its pointer record.
-//! The very last one has two inserts from different home buckets take chain nodes from one
-//! group's arena at once, racing to install its next chunk.
+//! The last two have two inserts from different home buckets take chain nodes from one
+//! group's arena at once, racing to install its next chunk; and a key pushed onto the chain
+//! while another thread looks it up or inserts it too, through its home bucket's chain filter.
 //!
 //! Models with two foreground operations run the second one on the resizing thread inside the
 //! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
@@ -284,4 +285,33 @@ fn chain_inserts_from_two_buckets_share_the_arena() {
             index.validate();
         },
     );
+}
+
+#[test]
+fn chained_keys_are_found_through_the_home_filter() {
+    // In the tiny index both buckets are taken, so key 5 (home 0) goes to the chain: a get
+    // running meanwhile sees it absent or present, never anything else, and a second insert of
+    // it meets the first on the home bucket's lock and its chain filter.
+    model("insert 5 ‖ get 5, chained", || {
+        let index = tiny_index();
+        let reader = spawn(&index, |index| index.get(&5));
+        assert_eq!(index.insert(5, 5), None);
+        let seen = reader.join().expect("the get finishes");
+        assert!(seen.is_none() || seen == Some(5), "get saw {seen:?}");
+        assert_eq!(index.get(&5), Some(5));
+        index.validate();
+    });
+    model("insert 5 ‖ insert 5, chained", || {
+        let index = tiny_index();
+        let other = spawn(&index, |index| index.insert(5, 3));
+        let mine = index.insert(5, 4);
+        let other = other.join().expect("the put finishes");
+        assert_one_order(
+            (other, mine, index.get(&5)),
+            (None, Some(3), Some(4)),
+            (Some(4), None, Some(3)),
+        );
+        assert_eq!(index.stats().chain_nodes, 1);
+        index.validate();
+    });
 }
