@@ -3,7 +3,8 @@
 //! compacted on the main thread through the test hook while a worker thread runs an
 //! operation. Cases 7–11: group split, group merge (the two groups in two root slots, so the
 //! slot publication order matters), root update over a split chain, model split, and a reader
-//! racing the reclamation of the group it reads. Everything the
+//! racing the reclamation of the group it reads. Case 13: a maintenance pass compacting two
+//! groups in one batch, their barriers shared, under a put and a get. Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.
@@ -365,5 +366,41 @@ fn case12_sequential_append_during_compaction() {
         assert_eq!(index.get(&20), Some(22));
         settle(&index);
         assert_eq!(index.len(), 3);
+    });
+}
+
+#[test]
+fn case13_one_batch_compacts_two_groups_under_a_put_and_a_get() {
+    // Keys 15 and 35 wait in the delta indexes of the two groups; one maintenance pass, with a
+    // threshold of 0, compacts both together while a worker inserts into the second group and
+    // reads from the first.
+    model("case13 insert and get ‖ batched compaction", || {
+        let config = Config {
+            background_threads: 0,
+            max_group_size: 2,
+            compaction_threshold: 0,
+            ..Config::default()
+        };
+        let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
+        let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
+        assert_eq!(index.slot_count(), 2);
+        assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+        let ops = spawn(&index, |index| (index.insert(36, 7), index.get(&15)));
+        assert!(index.maintenance_step(), "the pass compacts both groups");
+        assert_eq!(ops.join().expect("the ops finish"), (None, Some(5)));
+        assert_eq!(index.stats().compactions, 2, "one compaction per group");
+        index.validate();
+        assert_eq!(
+            contents(&index),
+            vec![
+                (10, 1),
+                (15, 5),
+                (20, 2),
+                (30, 3),
+                (35, 6),
+                (36, 7),
+                (40, 4)
+            ]
+        );
     });
 }

@@ -30,16 +30,36 @@ use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
 use crate::xindex::restructure::{Phase, Restructure};
 
+/// The most compactions a maintenance pass runs together, sharing their three grace periods:
+/// enough to make the barriers' cost small next to the copying, few enough that the new arrays
+/// of one batch (built before the old ones are freed) stay a small part of the index.
+const COMPACTION_BATCH: usize = 64;
+
 impl<K: IndexKey> Inner<K> {
     /// One maintenance pass: every group checked against the policy, the delta index
     /// compacted above `threshold` keys. True if it changed anything.
+    ///
+    /// Compactions of groups held by root slots wait in a batch of up to
+    /// [`COMPACTION_BATCH`], run together ([`Restructurer::compact_all`]) when it is full,
+    /// before any other change, and at the end of the pass. A deferred group keeps its link:
+    /// a later change touches only groups after it, and the root update runs after the last
+    /// batch. A group linked from another's `next` (the right half of a split the root does
+    /// not index yet), or that has a `next`, is compacted at once.
     pub(crate) fn maintenance_pass(&self, threshold: usize) -> bool {
         let restructurer = self.restructurer();
         let mut changed = false;
         let mut regrouped = false;
         let root = restructurer.root();
+        let mut batch: Vec<&AtomicPtr<Group<K>>> = Vec::new();
+        let flush = |batch: &mut Vec<&AtomicPtr<Group<K>>>| {
+            if !batch.is_empty() {
+                restructurer.compact_all(batch, &mut |_| {});
+                batch.clear();
+            }
+        };
         for slot in 0..root.slot_count() {
             let mut link = root.link(slot);
+            let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
                 let mut change = restructurer.decide(
                     root_successor(&restructurer, slot, group),
@@ -47,7 +67,17 @@ impl<K: IndexKey> Inner<K> {
                     threshold,
                 );
                 let mut done = match change {
-                    Some(change) => restructurer.apply(link, slot, change, &mut |_| {}),
+                    Some(Restructure::Compact) if from_slot && group.next().is_none() => {
+                        batch.push(link);
+                        if batch.len() == COMPACTION_BATCH {
+                            flush(&mut batch);
+                        }
+                        true
+                    }
+                    Some(change) => {
+                        flush(&mut batch);
+                        restructurer.apply(link, slot, change, &mut |_| {})
+                    }
                     None => false,
                 };
                 // A group with no key to split at still has its delta index merged.
@@ -75,8 +105,10 @@ impl<K: IndexKey> Inner<K> {
                         .next_link(),
                     _ => current.next_link(),
                 };
+                from_slot = false;
             }
         }
+        flush(&mut batch);
         if regrouped {
             restructurer.update_root(&mut |_| {});
         }
