@@ -12,8 +12,8 @@
 //!
 //! Measured on the `hash` experiment's gets (10M linear keys, 2 threads, alternated runs):
 //! glibc's `hugetlb=1` tunable, which advises every `malloc` arena, sped up xindex-h and the
-//! oracle by about 6 % each; XIndex-H's bucket arrays advised here, and nothing else, took its
-//! gets from 6.8 to 7.4 Mops/s (median of 3).
+//! oracle by about 6 % each; XIndex-H's bucket arrays advised here, and nothing else, in groups
+//! large enough to take whole huge pages, took its gets from 6.8 to 7.4 Mops/s (median of 3).
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::marker::PhantomData;

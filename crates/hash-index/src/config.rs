@@ -9,7 +9,8 @@
 //! counters. The paper leaves the group size open too: a bulk load aims at about a million keys
 //! per group, so that each bucket array spans many 2 MiB pages and takes transparent huge pages
 //! (`concurrency::large_array`); with groups of 16,384 keys (arrays of about 400 KiB) every
-//! lookup's bucket miss also missed the TLB, and point gets on 10M keys were about 9 % slower.
+//! lookup's bucket miss also missed the TLB, and point gets on 10M keys ran at 6.8 Mops/s
+//! instead of 7.4.
 
 use std::time::Duration;
 

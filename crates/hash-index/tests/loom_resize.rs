@@ -177,6 +177,20 @@ fn remove_and_reinsert_during_a_resize_are_linearizable() {
     }
 }
 
+/// Inserts `key` (absent) with 3 on a worker and 4 here at once: one insert finds the other's
+/// value, the key ends with the later one's, and the index keeps one record for it.
+fn two_inserts_of_one_new_key(index: &Arc<XIndexH<u64>>, key: u64) {
+    let other = spawn(index, move |index| index.insert(key, 3));
+    let mine = index.insert(key, 4);
+    let other = other.join().expect("the put finishes");
+    assert_one_order(
+        (other, mine, index.get(&key)),
+        (None, Some(3), Some(4)),
+        (Some(4), None, Some(3)),
+    );
+    index.validate();
+}
+
 /// Key 10 in a group of three buckets whose placement sends every key to bucket 0 (a line
 /// trained on one key is flat), so new keys take the nearby buckets 1 and 2 (with `try_lock`)
 /// or go to the chain.
@@ -215,16 +229,7 @@ fn inserts_probing_the_same_buckets_keep_one_record_per_key() {
         },
     );
     model("insert 15 ‖ insert 15, nearby buckets", || {
-        let index = crowded_index();
-        let other = spawn(&index, |index| index.insert(15, 3));
-        let mine = index.insert(15, 4);
-        let other = other.join().expect("the put finishes");
-        assert_one_order(
-            (other, mine, index.get(&15)),
-            (None, Some(3), Some(4)),
-            (Some(4), None, Some(3)),
-        );
-        index.validate();
+        two_inserts_of_one_new_key(&crowded_index(), 15);
     });
 }
 
@@ -303,15 +308,7 @@ fn chained_keys_are_found_through_the_home_filter() {
     });
     model("insert 5 ‖ insert 5, chained", || {
         let index = tiny_index();
-        let other = spawn(&index, |index| index.insert(5, 3));
-        let mine = index.insert(5, 4);
-        let other = other.join().expect("the put finishes");
-        assert_one_order(
-            (other, mine, index.get(&5)),
-            (None, Some(3), Some(4)),
-            (Some(4), None, Some(3)),
-        );
+        two_inserts_of_one_new_key(&index, 5);
         assert_eq!(index.stats().chain_nodes, 1);
-        index.validate();
     });
 }
