@@ -61,7 +61,7 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// Heap bytes the key owns beyond `size_of::<Self>()`, for memory statistics.
     fn heap_bytes(&self) -> usize;
 
-    /// How a group's records hold a key: `u64` as itself, a byte string as a [`ByteKey`]
+    /// How a group's records hold a key: `u64` as itself, a byte string as a `ByteKey`
     /// (inline when short, so the final comparison of a lookup is one cache miss).
     type Stored: Ord + Clone + Debug + Send + Sync + Borrow<Self::Query> + 'static;
 
