@@ -2,7 +2,7 @@
 //! linearizability check of the stress tests. Each key is a register; threads record, for every
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
-//! explains every result. Under `--cfg loom`, [`loom_model`] runs the crates' loom models with
+//! explains every result. Under `--cfg loom`, `loom_model` runs the crates' loom models with
 //! the workspace's preemption bound. [`TempDir`] gives the file-based tests a fresh directory.
 
 use std::collections::HashSet;

@@ -22,8 +22,9 @@
 //!
 //! # Example
 //!
-//! See [`Wal`]. The modules: [`format`] (bytes on disk), `lane` (per-thread buffers and
-//! segment files), `commit` (the group-commit hand-off), `checkpoint`, `recovery`, `faults`.
+//! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread
+//! buffers and segment files), `commit` (the group-commit hand-off), `checkpoint`, `recovery`,
+//! `faults`.
 
 mod checkpoint;
 mod commit;
