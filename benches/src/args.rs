@@ -30,11 +30,13 @@ pub enum Experiment {
     Wal,
     /// learnkv's embedded database next to the embedded stores, in redb's benchmark's shape.
     Engine,
+    /// The platform's own pauses: threads that only read the clock.
+    Pause,
 }
 
 impl Experiment {
     /// Every experiment, in usage order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Lookup,
         Self::Ycsb,
         Self::Rw,
@@ -44,6 +46,7 @@ impl Experiment {
         Self::Grow,
         Self::Wal,
         Self::Engine,
+        Self::Pause,
     ];
 
     /// The name on the command line and in the report files.
@@ -58,6 +61,7 @@ impl Experiment {
             Self::Grow => "grow",
             Self::Wal => "wal",
             Self::Engine => "engine",
+            Self::Pause => "pause",
         }
     }
 
@@ -79,12 +83,14 @@ impl Experiment {
             Self::Engine => {
                 "learnkv vs redb, heed, fjall, sled in redb's benchmark's shape (issue 8)"
             }
+            Self::Pause => "the platform's pauses: threads that only read the clock (max floor)",
         }
     }
 
-    /// The key count when `--keys` is not given.
+    /// The key count when `--keys` is not given (`pause` reads no keys).
     pub fn default_keys(self) -> usize {
         match self {
+            Self::Pause => 0,
             Self::Shift | Self::Strings | Self::Engine => 1_000_000,
             Self::Lookup | Self::Ycsb | Self::Rw | Self::Hash | Self::Grow => 2_000_000,
             Self::Wal => 10_000_000,
@@ -411,6 +417,19 @@ impl RawOptions {
             experiment != Experiment::Engine,
             "its records are random 24-byte keys with 150-byte values",
         )?;
+        for (given, option) in [
+            (&self.keys, "keys"),
+            (&self.dataset, "dataset"),
+            (&self.index, "index"),
+            (&self.seed, "seed"),
+        ] {
+            refuse(
+                given,
+                option,
+                experiment != Experiment::Pause,
+                "it measures threads that only read the clock",
+            )?;
+        }
         refuse(
             &self.write_ratio,
             "write-ratio",

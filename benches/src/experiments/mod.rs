@@ -9,6 +9,7 @@ pub mod engine;
 pub mod grow;
 pub mod hash;
 pub mod lookup;
+pub mod pause;
 pub mod rw;
 pub mod shift;
 pub mod strings;
@@ -73,6 +74,7 @@ pub fn run(options: &Options) -> Result<Outcome, Error> {
         Experiment::Grow => grow::run(options),
         Experiment::Wal => wal::run(options),
         Experiment::Engine => engine::run(options),
+        Experiment::Pause => pause::run(options),
     }?;
     if outcome.records.is_empty() {
         return Err(Error::usage(format!(
