@@ -1,7 +1,7 @@
 //! Periodic background workers owned by an index (DESIGN.md "Core decisions": background work
 //! runs on threads the index owns, names, and joins on drop): `count` named threads, each
 //! running a task every `period` until the [`Workers`] value is dropped, which stops and joins
-//! them. XIndex-R's compaction and adjustment passes and XIndex-H's resizes run on them.
+//! them. The task learns which thread runs it, so threads can share work out among them. XIndex-R's compaction and adjustment passes and XIndex-H's resizes run on them.
 
 use std::io;
 use std::sync::Arc;
@@ -18,14 +18,14 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Starts `count` threads named `{name}-{i}`, each calling `task` every `period` (after a
-    /// first pause of `period`). An error from the operating system stops the threads already
-    /// started.
+    /// Starts `count` threads named `{name}-{i}`, thread `i` calling `task(i)` every `period`
+    /// (after a first pause of `period`). An error from the operating system stops the threads
+    /// already started.
     pub fn start(
         name: &str,
         count: usize,
         period: Duration,
-        task: impl Fn() + Send + Sync + 'static,
+        task: impl Fn(usize) + Send + Sync + 'static,
     ) -> io::Result<Self> {
         let task = Arc::new(task);
         let mut workers = Self {
@@ -39,7 +39,7 @@ impl Workers {
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
                     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
-                        task();
+                        task(i);
                     }
                 })?;
             workers.stops.push(stop);
@@ -70,14 +70,22 @@ mod tests {
     fn workers_run_their_task_and_stop_on_drop() {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&runs);
-        let workers = Workers::start("test-worker", 2, Duration::from_millis(1), move || {
+        let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        let threads_seen = Arc::clone(&seen);
+        let workers = Workers::start("test-worker", 2, Duration::from_millis(1), move |i| {
+            threads_seen.lock().expect("no panic").insert(i);
             counter.fetch_add(1, Ordering::Relaxed);
         })
         .expect("threads start");
-        while runs.load(Ordering::Relaxed) < 4 {
+        while runs.load(Ordering::Relaxed) < 4 || seen.lock().expect("no panic").len() < 2 {
             thread::sleep(Duration::from_millis(1));
         }
         drop(workers);
+        assert_eq!(
+            *seen.lock().expect("no panic"),
+            [0, 1].into(),
+            "each thread runs the task with its own index"
+        );
         let after = runs.load(Ordering::Relaxed);
         thread::sleep(Duration::from_millis(20));
         assert_eq!(

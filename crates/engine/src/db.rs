@@ -228,7 +228,7 @@ impl DbInner {
         let tables = Arc::clone(&self.tables);
         let last = Arc::clone(&self.last_checkpoint);
         let dir = self.dir.clone().unwrap_or_default();
-        let workers = Workers::start("learnkv-checkpoint", 1, interval, move || {
+        let workers = Workers::start("learnkv-checkpoint", 1, interval, move |_| {
             // A failed background checkpoint leaves the previous one in place; the next
             // period retries, and a failed log fails the writers themselves.
             let _ = checkpoint(&wal, &tables, &last);

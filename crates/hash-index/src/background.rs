@@ -26,7 +26,7 @@ pub(crate) fn start<K: HashKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error>
     let config = inner.config();
     let (count, period) = (config.background_threads, config.period);
     let inner = Arc::clone(inner);
-    let workers = Workers::start("xindex-h-bg", count, period, move || {
+    let workers = Workers::start("xindex-h-bg", count, period, move |_| {
         inner.maintenance_pass();
     })?;
     Ok(workers)

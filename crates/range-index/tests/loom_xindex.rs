@@ -4,7 +4,9 @@
 //! operation. Cases 7–11: group split, group merge (the two groups in two root slots, so the
 //! slot publication order matters), root update over a split chain, model split, and a reader
 //! racing the reclamation of the group it reads. Case 13: a maintenance pass compacting two
-//! groups in one batch, their barriers shared, under a put and a get. Everything the
+//! groups in one batch, their barriers shared, under a put and a get. Case 14: the compaction
+//! passes of two background threads' shares of the groups, at the same time, each thread
+//! also putting to or reading from the other's group. Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.
@@ -388,6 +390,53 @@ fn case13_one_batch_compacts_two_groups_under_a_put_and_a_get() {
         let ops = spawn(&index, |index| (index.insert(36, 7), index.get(&15)));
         assert!(index.maintenance_step(), "the pass compacts both groups");
         assert_eq!(ops.join().expect("the ops finish"), (None, Some(5)));
+        assert_eq!(index.stats().compactions, 2, "one compaction per group");
+        index.validate();
+        assert_eq!(
+            contents(&index),
+            vec![
+                (10, 1),
+                (15, 5),
+                (20, 2),
+                (30, 3),
+                (35, 6),
+                (36, 7),
+                (40, 4)
+            ]
+        );
+    });
+}
+
+#[test]
+fn case14_two_background_shares_compact_at_once_under_a_put_and_a_get() {
+    // Two background threads' compaction passes (shares 0 and 1 of 2: one group each) run at
+    // the same time, each holding the restructure lock shared; each thread also runs one
+    // foreground operation on the other's group, before or after its own pass, so it overlaps
+    // the other pass anywhere.
+    model("case14 two shares' compactions ‖ a put and a get", || {
+        let config = Config {
+            background_threads: 0,
+            max_group_size: 2,
+            compaction_threshold: 0,
+            ..Config::default()
+        };
+        let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
+        let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
+        assert_eq!(index.slot_count(), 2);
+        assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+        let second = spawn(&index, |index| {
+            let compacted = index.compact_share(1, 2);
+            (compacted, index.get(&15))
+        });
+        let put = index.insert(36, 7);
+        let compacted = index.compact_share(0, 2);
+        assert_eq!(put, None);
+        assert!(compacted, "share 0 compacts the first group");
+        assert_eq!(
+            second.join().expect("the second share finishes"),
+            (true, Some(5)),
+            "share 1 compacts the second group; the get sees key 15"
+        );
         assert_eq!(index.stats().compactions, 2, "one compaction per group");
         index.validate();
         assert_eq!(

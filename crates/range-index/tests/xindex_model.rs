@@ -26,6 +26,11 @@ enum Op<K> {
     Range(Bound<K>, Bound<K>),
     Len,
     Maintain,
+    /// The compaction pass of background thread `part` of `parts` (modulo `parts`).
+    CompactShare {
+        part: usize,
+        parts: usize,
+    },
     Quiesce,
     /// Run `change` on root slot `slot` (modulo the slot count), running `batches[phase]` at
     /// each phase boundary.
@@ -100,6 +105,10 @@ fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>
         Op::Len => assert_eq!(index.len(), model.len(), "len"),
         Op::Maintain => {
             index.maintenance_step();
+            index.validate();
+        }
+        Op::CompactShare { part, parts } => {
+            index.compact_share(part % parts, *parts);
             index.validate();
         }
         Op::Quiesce => {
@@ -270,10 +279,17 @@ fn ops<K: TestKey>(keys: BoxedStrategy<K>, phases: bool) -> BoxedStrategy<Vec<Op
             change,
             batches,
         });
+    let share = (0..4usize, 1..4usize).prop_map(|(part, parts)| Op::CompactShare { part, parts });
     let op = if phases {
         prop_oneof![6 => fg, 1 => Just(Op::Maintain), 3 => restructure].boxed()
     } else {
-        prop_oneof![12 => fg, 2 => Just(Op::Maintain), 1 => Just(Op::Quiesce)].boxed()
+        prop_oneof![
+            12 => fg,
+            2 => Just(Op::Maintain),
+            1 => share,
+            1 => Just(Op::Quiesce)
+        ]
+        .boxed()
     };
     prop::collection::vec(op, 0..48).boxed()
 }
@@ -464,16 +480,21 @@ fn bulk_loaded_string_groups_satisfy_the_policy() {
     );
 }
 
+/// Two background threads: thread 0 compacts the groups of the even root slots, thread 1
+/// those of the odd ones (at the same time), so every delta index is merged only if both work.
 #[test]
-fn background_thread_compacts_on_its_own() {
+fn background_threads_compact_on_their_own() {
     let config = Config {
         background_threads: 2,
         compaction_threshold: 0,
+        max_group_size: 16,
         period: std::time::Duration::from_millis(1),
         ..Config::default()
     };
-    let index = XIndex::<u64>::new(config).expect("valid config");
-    for key in 0..100u64 {
+    let pairs: Vec<(u64, u64)> = (0..500u64).map(|i| (i * 2, i * 2)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    assert!(index.slot_count() >= 2, "groups in both threads' shares");
+    for key in (1..1_000u64).step_by(2) {
         index.insert(key, key);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -484,6 +505,6 @@ fn background_thread_compacts_on_its_own() {
         );
         thread::sleep(std::time::Duration::from_millis(1));
     }
-    assert_eq!(index.get(&42), Some(42));
+    assert!((0..1_000u64).all(|key| index.get(&key) == Some(key)));
     drop(index);
 }

@@ -2,7 +2,8 @@
 //! "Concurrent tests"), with the background thread running its policy continuously
 //! (compaction threshold 1, split at 4 buffered keys, period 1 ms, tiny groups) and a churn
 //! thread forcing every kind of structural change (compaction, model split and merge, group
-//! split and merge, root update) on random groups:
+//! split and merge, root update) on random groups; one test runs three background threads,
+//! whose shares of the groups are compacted at the same time:
 //!
 //! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
 //!   removes on a few hot keys; each key is a register whose history (invoke and response
@@ -72,7 +73,7 @@ impl StressKey for Vec<u8> {
     }
 }
 
-fn stress<K: StressKey>(budget: Duration, sequential_inserts: bool) {
+fn stress<K: StressKey>(budget: Duration, sequential_inserts: bool, background_threads: usize) {
     let pairs: Vec<(K, u64)> = (0..KEY_SPACE)
         .filter(|n| n % 2 == 0)
         .map(|n| (K::make(n), n))
@@ -83,7 +84,7 @@ fn stress<K: StressKey>(budget: Duration, sequential_inserts: bool) {
         compaction_threshold: 1,
         max_group_size: 32,
         period: Duration::from_millis(1),
-        background_threads: 1,
+        background_threads,
         sequential_inserts,
         ..Config::default()
     };
@@ -305,17 +306,24 @@ fn check_scan<K: StressKey>(index: &XIndex<K>, start: u64, as_range: bool) {
 
 #[test]
 fn integer_keys_are_linearizable_under_continuous_compaction() {
-    stress::<u64>(Duration::from_millis(1_500), false);
+    stress::<u64>(Duration::from_millis(1_500), false, 1);
+}
+
+/// Threads 1 and 2 compact their shares of the groups at once, holding the restructure lock
+/// shared, between thread 0's exclusive passes and the churn thread's forced changes.
+#[test]
+fn integer_keys_are_linearizable_with_three_background_threads() {
+    stress::<u64>(Duration::from_millis(1_000), false, 3);
 }
 
 /// Owned keys lie above every loaded key: with the hint they are appended to the last group's
 /// array, racing its compactions, splits and merges.
 #[test]
 fn integer_keys_are_linearizable_with_sequential_appends() {
-    stress::<u64>(Duration::from_millis(1_000), true);
+    stress::<u64>(Duration::from_millis(1_000), true, 1);
 }
 
 #[test]
 fn string_keys_are_linearizable_under_continuous_compaction() {
-    stress::<Vec<u8>>(Duration::from_millis(1_000), false);
+    stress::<Vec<u8>>(Duration::from_millis(1_000), false, 1);
 }

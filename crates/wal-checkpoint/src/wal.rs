@@ -349,7 +349,7 @@ impl Wal {
             return Ok(());
         };
         let shared = Arc::clone(&self.shared);
-        let workers = Workers::start("wal-checkpoint", 1, interval, move || {
+        let workers = Workers::start("wal-checkpoint", 1, interval, move |_| {
             let _ = shared.checkpoint(&source);
         })
         .map_err(|e| Error::io(&self.shared.dir, e))?;

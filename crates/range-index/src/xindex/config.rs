@@ -33,7 +33,8 @@ pub struct Config {
     pub period: Duration,
     /// How many background threads the index owns (1); 0 runs no background work, leaving
     /// it to explicit [`maintenance_step`](crate::OrderedIndex::maintenance_step) and
-    /// [`quiesce`](crate::OrderedIndex::quiesce) calls.
+    /// [`quiesce`](crate::OrderedIndex::quiesce) calls. Several threads compact disjoint
+    /// shares of the groups at the same time; the first also runs the other changes.
     pub background_threads: usize,
     /// A group is compacted when its delta index holds more than this many keys (8, the
     /// reference code's `buffer_compact_threshold`); 0 compacts any non-empty delta.

@@ -10,7 +10,10 @@
 //!
 //! Every operation runs online in the index's grace-period domain ([`Pinned`]); the
 //! restructurer ([`Restructurer`]) holds the restructure lock, is the only code that frees
-//! groups, and does not need to be online: nothing it reads can be freed under it.
+//! groups, and does not need to be online: nothing it reads can be freed under it. The lock is
+//! a reader-writer lock: a restructurer holds it exclusively, or shared with other partial
+//! restructurers when it only compacts the groups of its own share of the root slots (see
+//! [`Scope`]).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -19,7 +22,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::sync::{Mutex, MutexGuard};
+use concurrency::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use concurrency::{Backoff, GracePeriod, OnlineGuard, Workers};
 
 use crate::xindex::background;
@@ -83,8 +86,9 @@ pub(crate) struct Inner<K: IndexKey> {
     /// insert it removes.
     len: AtomicU64,
     counters: Counters,
-    /// Held by whoever restructures groups or the root; the only code that frees them.
-    restructure: Mutex<()>,
+    /// Held by whoever restructures groups or the root, the only code that frees them:
+    /// exclusively, or shared by partial restructurers of disjoint root slots ([`Scope`]).
+    restructure: RwLock<()>,
 }
 
 impl<K: IndexKey> XIndex<K> {
@@ -163,7 +167,7 @@ impl<K: IndexKey> XIndex<K> {
             config,
             len: AtomicU64::new(len as u64),
             counters: Counters::new(),
-            restructure: Mutex::new(()),
+            restructure: RwLock::new(()),
         });
         let background = background::start(&inner)?;
         Ok(Self {
@@ -197,6 +201,15 @@ impl<K: IndexKey> XIndex<K> {
         mut hook: impl FnMut(Phase),
     ) -> bool {
         self.inner.restructurer().force(slot, change, &mut hook)
+    }
+
+    /// Runs the compaction pass of background thread `part` of `parts` now (for tests: several
+    /// threads calling it with different `part`s compact disjoint groups at the same time, as
+    /// [`Config::background_threads`] above 1 does). True if it compacted anything.
+    #[doc(hidden)]
+    pub fn compact_share(&self, part: usize, parts: usize) -> bool {
+        self.inner
+            .compaction_pass(self.inner.config.compaction_threshold, part, parts)
     }
 
     /// The number of root slots (for tests: the valid arguments of
@@ -290,11 +303,11 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 
     fn maintenance_step(&self) -> bool {
         self.inner
-            .maintenance_pass(self.inner.config.compaction_threshold)
+            .maintenance_pass(self.inner.config.compaction_threshold, Scope::All)
     }
 
     fn quiesce(&self) {
-        while self.inner.maintenance_pass(0) {}
+        while self.inner.maintenance_pass(0, Scope::All) {}
     }
 }
 
@@ -443,11 +456,27 @@ impl<K: IndexKey> Inner<K> {
         }
     }
 
-    /// Takes the restructure lock.
+    /// Takes the restructure lock exclusively.
     pub(crate) fn restructurer(&self) -> Restructurer<'_, K> {
         Restructurer {
             inner: self,
-            _lock: self.restructure.lock(),
+            lock: Lock::Exclusive {
+                _guard: self.restructure.write(),
+            },
+        }
+    }
+
+    /// Takes the restructure lock shared, for share `part` of `parts` of the root slots (see
+    /// [`Scope::Share`]).
+    pub(crate) fn partial_restructurer(&self, part: usize, parts: usize) -> Restructurer<'_, K> {
+        assert!(part < parts, "share {part} of {parts} does not exist");
+        Restructurer {
+            inner: self,
+            lock: Lock::Shared {
+                _guard: self.restructure.read(),
+                part,
+                parts,
+            },
         }
     }
 
@@ -519,9 +548,48 @@ impl<K: IndexKey> Pinned<'_, K> {
 
 /// The restructurer's protection: the restructure lock, held by the only code that frees
 /// groups and roots.
+///
+/// An exclusive restructurer may change anything. A shared one restructures only the groups of
+/// its share of the root slots ([`Scope::Share`]): those reached from its slots, through their
+/// `next` chains. Shared holders exclude every exclusive one, so the root, its slots' partition
+/// and the chains stay as they are while they work (chains are changed by group splits and
+/// merges, and both are exclusive); the chains of two slots never share a group, so two shared
+/// restructurers never reach, change or free the same group.
 pub(crate) struct Restructurer<'i, K: IndexKey> {
     inner: &'i Inner<K>,
-    _lock: MutexGuard<'i, ()>,
+    lock: Lock<'i>,
+}
+
+/// How a restructurer holds the restructure lock.
+enum Lock<'i> {
+    Exclusive {
+        _guard: RwLockWriteGuard<'i, ()>,
+    },
+    Shared {
+        _guard: RwLockReadGuard<'i, ()>,
+        part: usize,
+        parts: usize,
+    },
+}
+
+/// Which root slots a restructurer may restructure the groups of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every slot: the lock is held exclusively.
+    All,
+    /// The slots `s` with `s % parts == part`: the lock is held shared with the restructurers
+    /// of other shares, and only compactions run (they change no chain and not the root).
+    Share { part: usize, parts: usize },
+}
+
+impl Scope {
+    /// Whether root slot `slot` is in the scope.
+    pub(crate) fn holds(self, slot: usize) -> bool {
+        match self {
+            Self::All => true,
+            Self::Share { part, parts } => slot % parts == part,
+        }
+    }
 }
 
 impl<'i, K: IndexKey> Restructurer<'i, K> {
@@ -530,17 +598,32 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         self.inner
     }
 
+    /// The root slots whose groups this restructurer may restructure.
+    pub(crate) fn scope(&self) -> Scope {
+        match self.lock {
+            Lock::Exclusive { .. } => Scope::All,
+            Lock::Shared { part, parts, .. } => Scope::Share { part, parts },
+        }
+    }
+
     /// The current root; nothing reachable from it is freed while the lock is held, except
-    /// by this restructurer.
+    /// by this restructurer (or, for a shared one, by the restructurers of other shares, in
+    /// their own slots' chains).
     pub(crate) fn root(&self) -> &Root<K> {
         let root = self.inner.root.load(Ordering::Acquire);
-        // SAFETY: roots are freed only by a restructurer, and this one holds the lock.
+        // SAFETY: roots are freed only by an exclusive restructurer, which the lock held in
+        // either mode excludes.
         unsafe { &*root }
     }
 
     /// Publishes `new` as the root and returns the old one, which the caller frees with
-    /// [`retire_root`](Self::retire_root) after a grace period.
+    /// [`retire_root`](Self::retire_root) after a grace period. Exclusive restructurers only.
     pub(crate) fn replace_root(&self, new: Root<K>) -> *mut Root<K> {
+        assert_eq!(
+            self.scope(),
+            Scope::All,
+            "only an exclusive restructurer replaces the root"
+        );
         self.inner
             .root
             .swap(Box::into_raw(Box::new(new)), Ordering::AcqRel)
@@ -558,12 +641,15 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         drop(unsafe { Box::from_raw(root) });
     }
 
-    /// The group held by `link` (a root slot or a group's `next`), unless it is NULL.
+    /// The group held by `link` (a root slot or a group's `next`), unless it is NULL. A shared
+    /// restructurer passes only links of its own slots' chains.
     pub(crate) fn group_at<'a>(&'a self, link: &'a AtomicPtr<Group<K>>) -> Option<&'a Group<K>> {
         let group = link.load(Ordering::Acquire);
         // SAFETY: `link` belongs to the structure this restructurer reached, and groups are
-        // freed only by a restructurer, which this one excludes; it frees a group it unlinked
-        // itself only after its last use of it.
+        // freed only by a restructurer: an exclusive one excludes every other, and a shared one
+        // reaches only its own slots' chains, whose groups no other restructurer holding the
+        // lock can reach or free (see the type's comment). It frees a group it unlinked itself
+        // only after its last use of it.
         (!group.is_null()).then(|| unsafe { &*group })
     }
 

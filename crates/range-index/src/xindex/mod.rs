@@ -17,8 +17,8 @@
 //! `merge` (group merge), `root_update` — then `policy` (Table 2), `background`, `stats`,
 //! `validate` (the invariants of digest §8), and the delta index `delta`.
 //!
-//! Not yet built: disjoint group ownership for several background threads (their passes are
-//! serialised, see `background`).
+//! Several background threads share the compactions out by root slot, each compacting the
+//! groups of its own slots at the same time as the others (see `background`).
 
 mod background;
 mod byte_key;

@@ -25,7 +25,7 @@
 use concurrency::sync::atomic::AtomicPtr;
 
 use crate::xindex::group::{Group, mean_error, train};
-use crate::xindex::index::{Inner, Restructurer};
+use crate::xindex::index::{Inner, Restructurer, Scope};
 use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
 use crate::xindex::restructure::{Phase, Restructure};
@@ -37,7 +37,9 @@ const COMPACTION_BATCH: usize = 64;
 
 impl<K: IndexKey> Inner<K> {
     /// One maintenance pass: every group checked against the policy, the delta index
-    /// compacted above `threshold` keys. True if it changed anything.
+    /// compacted above `threshold` keys, but only in the root slots `compacts` holds (the
+    /// others' compactions are left to the passes of their shares, [`compaction_pass`]). True
+    /// if it changed anything.
     ///
     /// Compactions of groups held by root slots wait in a batch of up to
     /// [`COMPACTION_BATCH`], run together ([`Restructurer::compact_all`]) when it is full,
@@ -45,18 +47,14 @@ impl<K: IndexKey> Inner<K> {
     /// a later change touches only groups after it, and the root update runs after the last
     /// batch. A group linked from another's `next` (the right half of a split the root does
     /// not index yet), or that has a `next`, is compacted at once.
-    pub(crate) fn maintenance_pass(&self, threshold: usize) -> bool {
+    ///
+    /// [`compaction_pass`]: Self::compaction_pass
+    pub(crate) fn maintenance_pass(&self, threshold: usize, compacts: Scope) -> bool {
         let restructurer = self.restructurer();
         let mut changed = false;
         let mut regrouped = false;
         let root = restructurer.root();
-        let mut batch: Vec<&AtomicPtr<Group<K>>> = Vec::new();
-        let flush = |batch: &mut Vec<&AtomicPtr<Group<K>>>| {
-            if !batch.is_empty() {
-                restructurer.compact_all(batch, &mut |_| {});
-                batch.clear();
-            }
-        };
+        let mut batch = Batch::new(&restructurer);
         for slot in 0..root.slot_count() {
             let mut link = root.link(slot);
             let mut from_slot = true;
@@ -67,15 +65,10 @@ impl<K: IndexKey> Inner<K> {
                     threshold,
                 );
                 let mut done = match change {
-                    Some(Restructure::Compact) if from_slot && group.next().is_none() => {
-                        batch.push(link);
-                        if batch.len() == COMPACTION_BATCH {
-                            flush(&mut batch);
-                        }
-                        true
-                    }
+                    Some(Restructure::Compact) if !compacts.holds(slot) => false,
+                    Some(Restructure::Compact) => batch.compact(link, from_slot, group),
                     Some(change) => {
-                        flush(&mut batch);
+                        batch.flush();
                         restructurer.apply(link, slot, change, &mut |_| {})
                     }
                     None => false,
@@ -83,7 +76,7 @@ impl<K: IndexKey> Inner<K> {
                 // A group with no key to split at still has its delta index merged.
                 if !done
                     && change == Some(Restructure::SplitGroup)
-                    && (group.buf().len() > threshold || group.appended() > threshold)
+                    && compaction_due(group, threshold)
                 {
                     change = Some(Restructure::Compact);
                     done = restructurer.apply(link, slot, Restructure::Compact, &mut |_| {});
@@ -108,11 +101,91 @@ impl<K: IndexKey> Inner<K> {
                 from_slot = false;
             }
         }
-        flush(&mut batch);
+        batch.flush();
         if regrouped {
             restructurer.update_root(&mut |_| {});
         }
         changed
+    }
+
+    /// One compaction pass over share `part` of `parts` of the root slots (digest §3.13: each
+    /// background thread owns a disjoint set of groups): every group of those slots' chains
+    /// whose delta index holds more than `threshold` keys, or that has as many appended keys,
+    /// is compacted, batched as in [`maintenance_pass`](Self::maintenance_pass). It holds the
+    /// restructure lock shared, so the passes of other shares run at the same time; it makes no
+    /// other change (splits, merges and root updates need the lock exclusively). True if it
+    /// compacted anything.
+    pub(crate) fn compaction_pass(&self, threshold: usize, part: usize, parts: usize) -> bool {
+        let restructurer = self.partial_restructurer(part, parts);
+        let scope = restructurer.scope();
+        let root = restructurer.root();
+        let mut batch = Batch::new(&restructurer);
+        let mut changed = false;
+        for slot in (0..root.slot_count()).filter(|&slot| scope.holds(slot)) {
+            let mut link = root.link(slot);
+            let mut from_slot = true;
+            while let Some(group) = restructurer.group_at(link) {
+                if compaction_due(group, threshold) {
+                    changed |= batch.compact(link, from_slot, group);
+                }
+                link = restructurer
+                    .group_at(link)
+                    .expect("a compaction replaces a group, never unlinks its link")
+                    .next_link();
+                from_slot = false;
+            }
+        }
+        batch.flush();
+        changed
+    }
+}
+
+/// Whether `group`'s delta index, or the keys appended since its models were trained (§3.5.2),
+/// call for a compaction at `threshold`.
+fn compaction_due<K: IndexKey>(group: &Group<K>, threshold: usize) -> bool {
+    group.buf().len() > threshold || group.appended() > threshold
+}
+
+/// Compactions of groups held by root slots, waiting to run together.
+struct Batch<'r, 'i, K: IndexKey> {
+    restructurer: &'r Restructurer<'i, K>,
+    links: Vec<&'r AtomicPtr<Group<K>>>,
+}
+
+impl<'r, 'i, K: IndexKey> Batch<'r, 'i, K> {
+    fn new(restructurer: &'r Restructurer<'i, K>) -> Self {
+        Self {
+            restructurer,
+            links: Vec::new(),
+        }
+    }
+
+    /// Compacts `group`, held by `link`: later, with the batch, if the link is a root slot
+    /// (`from_slot`) and the group has no `next`; else now. True (the compaction is done or
+    /// will be).
+    fn compact(
+        &mut self,
+        link: &'r AtomicPtr<Group<K>>,
+        from_slot: bool,
+        group: &Group<K>,
+    ) -> bool {
+        if from_slot && group.next().is_none() {
+            self.links.push(link);
+            if self.links.len() == COMPACTION_BATCH {
+                self.flush();
+            }
+        } else {
+            self.restructurer.compact(link, &mut |_| {});
+        }
+        true
+    }
+
+    /// Runs the waiting compactions.
+    fn flush(&mut self) {
+        if !self.links.is_empty() {
+            self.restructurer.compact_all(&self.links, &mut |_| {});
+            self.links.clear();
+        }
     }
 }
 
@@ -166,7 +239,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         {
             return Some(Restructure::MergeGroup);
         }
-        (buffered > threshold || group.appended() > threshold).then_some(Restructure::Compact)
+        compaction_due(group, threshold).then_some(Restructure::Compact)
     }
 
     /// Whether two neighbouring groups satisfy Table 2's merge trigger and would make a group

@@ -1,9 +1,10 @@
 //! XIndex-R's structural changes (§3.2–3.3; digest §3.8–3.12), the steps they share, and the
 //! test hook's vocabulary.
 //!
-//! Every change is made by the holder of the restructure lock
-//! ([`Restructurer`]), so one group is restructured by one actor at a time, and only that
-//! actor frees groups and roots. The changes:
+//! Every change is made by a holder of the restructure lock ([`Restructurer`]), so one group
+//! is restructured by one actor at a time, and only that actor frees it: an exclusive holder
+//! may change anything, and holders that share the lock only compact the groups of their own
+//! root slots. The changes:
 //!
 //! - compaction (`compaction`): the delta index merged into a new array, in two phases;
 //! - model split and merge (`retrain`): a new node sharing the records, with other models;
