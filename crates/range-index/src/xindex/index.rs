@@ -203,10 +203,36 @@ impl<K: IndexKey> XIndex<K> {
         self.inner.restructurer().force(slot, change, &mut hook)
     }
 
-    /// Runs the compaction pass of background thread `part` of `parts` now (for tests: several
-    /// threads calling it with different `part`s compact disjoint groups at the same time, as
-    /// [`Config::background_threads`] above 1 does). True if it compacted anything.
-    #[doc(hidden)]
+    /// Runs now the compaction pass that background thread `part` of `parts` runs every
+    /// period when [`Config::background_threads`] is `parts`: every group of the root slots
+    /// `s` with `s % parts == part` whose delta index holds more than
+    /// [`Config::compaction_threshold`] keys is merged into its array. Several threads calling
+    /// it with different `part`s compact at the same time, so an index run with
+    /// `background_threads: 0` can do its compactions on threads of its user's own. True if
+    /// it compacted anything.
+    ///
+    /// # Panics
+    ///
+    /// If `part >= parts`.
+    ///
+    /// ```
+    /// use range_index::OrderedIndex;
+    /// use range_index::xindex::{Config, XIndex};
+    ///
+    /// let config = Config { background_threads: 0, max_group_size: 64, ..Config::default() };
+    /// let pairs: Vec<(u64, u64)> = (0..1_000u64).map(|i| (i * 2, i)).collect();
+    /// let index = XIndex::bulk_load(&pairs, config).expect("sorted keys, valid config");
+    /// for key in (1..2_000u64).step_by(2) {
+    ///     index.insert(key, key);
+    /// }
+    /// std::thread::scope(|scope| {
+    ///     for part in 0..2 {
+    ///         let index = &index;
+    ///         scope.spawn(move || index.compact_share(part, 2));
+    ///     }
+    /// });
+    /// assert_eq!(index.stats().delta_keys, 0);
+    /// ```
     pub fn compact_share(&self, part: usize, parts: usize) -> bool {
         self.inner
             .compaction_pass(self.inner.config.compaction_threshold, part, parts)
