@@ -17,6 +17,8 @@
 //! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
 //!   the end of each model execution.
 //! - [`workers`]: the periodic background threads an index owns and joins on drop.
+//! - [`share_lock`]: the restructure lock, held exclusively or by background threads owning
+//!   disjoint shares of an index's groups.
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
 //!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
@@ -34,6 +36,7 @@ pub mod large_array;
 pub mod node_lock;
 pub mod record_cell;
 pub mod record_lock;
+pub mod share_lock;
 pub mod sync;
 pub mod workers;
 
@@ -42,4 +45,5 @@ pub use grace_period::{GracePeriod, OnlineGuard, Participant};
 pub use node_lock::{NodeLock, NodeWriteGuard, Restart, Version};
 pub use record_cell::{RecordCell, RecordCellGuard};
 pub use record_lock::{RecordGuard, RecordLock, RecordMeta};
+pub use share_lock::{Share, ShareLock};
 pub use workers::Workers;

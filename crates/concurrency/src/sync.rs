@@ -1,14 +1,14 @@
 //! The loom shim: the one place protocol code gets atomics, cells, locks and threads from.
 //!
 //! Under `cfg(loom)` every item is loom's model-checked version; otherwise it is `std` (and
-//! `parking_lot` for [`Mutex`] and [`RwLock`]). This is the pattern of tokio's `loom` module and sharded-slab's
+//! `parking_lot` for [`Mutex`]). This is the pattern of tokio's `loom` module and sharded-slab's
 //! `sync` module (see `peers.md` §E). Where the two differ in API, this module gives both builds
 //! the same one:
 //!
 //! - [`cell::UnsafeCell`] has loom's closure API (`with`, `with_mut`) in both builds, so loom can
 //!   check every access to a non-atomic cell for races;
-//! - [`Mutex::lock`], [`RwLock::read`] and [`RwLock::write`] return the guard directly in both
-//!   builds (parking_lot's API; lock poisoning is ignored under loom, as parking_lot has none).
+//! - [`Mutex::lock`] returns the guard directly in both builds (parking_lot's API; lock poisoning
+//!   is ignored under loom, as parking_lot has none).
 //!
 //! Loom's atomics have no `const fn new`, so `static` atomics do not build under loom: put shared
 //! state in a value the caller owns.
@@ -220,85 +220,6 @@ impl<T: Default> Default for Mutex<T> {
 impl<T> fmt::Debug for Mutex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mutex").finish_non_exhaustive()
-    }
-}
-
-#[cfg(loom)]
-type InnerRwLock<T> = loom::sync::RwLock<T>;
-#[cfg(not(loom))]
-type InnerRwLock<T> = parking_lot::RwLock<T>;
-
-/// The guard of a [`RwLock`] held shared; the lock is released when it is dropped.
-#[cfg(loom)]
-pub type RwLockReadGuard<'a, T> = loom::sync::RwLockReadGuard<'a, T>;
-/// The guard of a [`RwLock`] held shared; the lock is released when it is dropped.
-#[cfg(not(loom))]
-pub type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
-/// The guard of a [`RwLock`] held exclusively; the lock is released when it is dropped.
-#[cfg(loom)]
-pub type RwLockWriteGuard<'a, T> = loom::sync::RwLockWriteGuard<'a, T>;
-/// The guard of a [`RwLock`] held exclusively; the lock is released when it is dropped.
-#[cfg(not(loom))]
-pub type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
-
-/// A blocking reader-writer lock: `parking_lot::RwLock`, or loom's under `cfg(loom)`; like
-/// [`Mutex`], its guards come back directly in both builds.
-///
-/// ```
-/// use concurrency::sync::RwLock;
-///
-/// let lock = RwLock::new(1);
-/// {
-///     let (a, b) = (lock.read(), lock.read());
-///     assert_eq!(*a + *b, 2);
-/// }
-/// *lock.write() += 1;
-/// assert_eq!(*lock.read(), 2);
-/// ```
-pub struct RwLock<T> {
-    inner: InnerRwLock<T>,
-}
-
-impl<T> RwLock<T> {
-    /// Creates an unlocked lock holding `value`.
-    pub fn new(value: T) -> Self {
-        Self {
-            inner: InnerRwLock::new(value),
-        }
-    }
-
-    /// Blocks until the lock is held shared (other shared holders may hold it too).
-    pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        #[cfg(loom)]
-        {
-            self.inner
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        }
-        #[cfg(not(loom))]
-        {
-            self.inner.read()
-        }
-    }
-
-    /// Blocks until the lock is held exclusively.
-    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        #[cfg(loom)]
-        {
-            self.inner
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        }
-        #[cfg(not(loom))]
-        {
-            self.inner.write()
-        }
-    }
-}
-
-impl<T> fmt::Debug for RwLock<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RwLock").finish_non_exhaustive()
     }
 }
 

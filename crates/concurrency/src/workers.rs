@@ -1,13 +1,16 @@
 //! Periodic background workers owned by an index (DESIGN.md "Core decisions": background work
 //! runs on threads the index owns, names, and joins on drop): `count` named threads, each
 //! running a task every `period` until the [`Workers`] value is dropped, which stops and joins
-//! them. The task learns which thread runs it, so threads can share work out among them. XIndex-R's compaction and adjustment passes and XIndex-H's resizes run on them.
+//! them. Each task learns its thread's [`Share`] of the work, so threads can split items
+//! (an index's groups) among them. XIndex-R's compaction and adjustment passes and XIndex-H's resizes run on them.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
+
+use crate::share_lock::Share;
 
 /// Named threads running one task periodically; dropping the value stops and joins them.
 #[derive(Debug)]
@@ -18,14 +21,14 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Starts `count` threads named `{name}-{i}`, thread `i` calling `task(i)` every `period`
-    /// (after a first pause of `period`). An error from the operating system stops the threads
-    /// already started.
+    /// Starts `count` threads named `{name}-{i}`, thread `i` calling `task` with share `i` of
+    /// `count` every `period` (after a first pause of `period`). An error from the operating
+    /// system stops the threads already started.
     pub fn start(
         name: &str,
         count: usize,
         period: Duration,
-        task: impl Fn(usize) + Send + Sync + 'static,
+        task: impl Fn(Share) + Send + Sync + 'static,
     ) -> io::Result<Self> {
         let task = Arc::new(task);
         let mut workers = Self {
@@ -33,13 +36,14 @@ impl Workers {
             threads: Vec::new(),
         };
         for i in 0..count {
+            let share = Share::new(i, count).expect("thread i of count exists");
             let (stop, stopped) = mpsc::channel::<()>();
             let task = Arc::clone(&task);
             let thread = thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
                     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
-                        task(i);
+                        task(share);
                     }
                 })?;
             workers.stops.push(stop);
@@ -72,8 +76,9 @@ mod tests {
         let counter = Arc::clone(&runs);
         let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
         let threads_seen = Arc::clone(&seen);
-        let workers = Workers::start("test-worker", 2, Duration::from_millis(1), move |i| {
-            threads_seen.lock().expect("no panic").insert(i);
+        let workers = Workers::start("test-worker", 2, Duration::from_millis(1), move |share| {
+            assert_eq!(share.parts(), 2, "one share per thread");
+            threads_seen.lock().expect("no panic").insert(share.part());
             counter.fetch_add(1, Ordering::Relaxed);
         })
         .expect("threads start");
@@ -84,7 +89,7 @@ mod tests {
         assert_eq!(
             *seen.lock().expect("no panic"),
             [0, 1].into(),
-            "each thread runs the task with its own index"
+            "each thread runs the task with its own share"
         );
         let after = runs.load(Ordering::Relaxed);
         thread::sleep(Duration::from_millis(20));

@@ -6,14 +6,15 @@
 //!
 //! A pass reads every group's live-key counter and resizes the groups whose load factor is
 //! above `upper_load_factor` or below `lower_load_factor` (never below `min_buckets`) to
-//! `live / target_load_factor` buckets, all in one batch (see `resize`). Passes are serialised
-//! by the restructure lock, so one
-//! group is resized by one actor at a time; several threads give no parallelism yet (the
-//! paper gives each thread a disjoint set of groups), only a shorter reaction time.
+//! `live / target_load_factor` buckets, all in one batch (see `resize`). With several threads,
+//! thread `i` of `n` looks after the groups of the slots `s` with `s % n == i` (the paper gives
+//! each thread a disjoint set of groups), holding its share of the restructure lock
+//! ([`concurrency::ShareLock`]), so the threads resize at the same time and one group is still
+//! resized by one actor at a time.
 
 use std::sync::Arc;
 
-use concurrency::Workers;
+use concurrency::{Share, Workers};
 
 use crate::error::Error;
 use crate::index::{Inner, buckets_for};
@@ -26,19 +27,20 @@ pub(crate) fn start<K: HashKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error>
     let config = inner.config();
     let (count, period) = (config.background_threads, config.period);
     let inner = Arc::clone(inner);
-    let workers = Workers::start("xindex-h-bg", count, period, move |_| {
-        inner.maintenance_pass();
+    let workers = Workers::start("xindex-h-bg", count, period, move |share| {
+        inner.maintenance_pass(share);
     })?;
     Ok(workers)
 }
 
 impl<K: HashKey> Inner<K> {
-    /// One maintenance pass: resizes every group whose load factor left
-    /// `[lower_load_factor, upper_load_factor]`. True if it resized any.
-    pub(crate) fn maintenance_pass(&self) -> bool {
-        let restructurer = self.restructurer();
+    /// One maintenance pass over `share` of the slots: resizes every group there whose load
+    /// factor left `[lower_load_factor, upper_load_factor]`. True if it resized any.
+    pub(crate) fn maintenance_pass(&self, share: Share) -> bool {
+        let restructurer = self.partial_restructurer(share);
         let config = self.config();
         let requests: Vec<Request> = (0..self.slot_count())
+            .filter(|&slot| share.holds(slot))
             .filter(|&slot| {
                 let group = restructurer.group(slot);
                 let live = group.live().max(0) as f64;

@@ -13,15 +13,18 @@
 //!
 //! Every operation runs online in the index's grace-period domain
 //! ([`concurrency::GracePeriod`]); resizes (see `resize`) hold the restructure lock, are the
-//! only code that frees groups, and need not be online.
+//! only code that frees groups, and need not be online. The lock is a [`ShareLock`]: each
+//! pass holds one [`Share`] of the slots and resizes only the groups there, so the background
+//! threads' passes (distinct shares of one split) resize at once; the test hooks hold it
+//! exclusively.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::sync::{Mutex, MutexGuard};
-use concurrency::{GracePeriod, OnlineGuard, Workers};
+use concurrency::{GracePeriod, OnlineGuard, Share, ShareLock, Workers};
 
 use crate::background;
 use crate::config::{Config, MAX_GROUPS};
@@ -76,8 +79,9 @@ pub(crate) struct Inner<K: HashKey> {
     len: Counters,
     grows: AtomicU64,
     shrinks: AtomicU64,
-    /// Held by whoever resizes groups; the only code that frees them.
-    restructure: Mutex<()>,
+    /// Held by whoever resizes groups, the only code that frees them: by passes over distinct
+    /// shares of the slots, or exclusively by the test hooks.
+    restructure: ShareLock,
 }
 
 impl<K: HashKey> XIndexH<K> {
@@ -151,7 +155,7 @@ impl<K: HashKey> XIndexH<K> {
             len: counts,
             grows: AtomicU64::new(0),
             shrinks: AtomicU64::new(0),
-            restructure: Mutex::new(()),
+            restructure: ShareLock::new(),
         });
         let background = background::start(&inner)?;
         Ok(Self {
@@ -190,6 +194,41 @@ impl<K: HashKey> XIndexH<K> {
             .restructurer()
             .resize(&[(slot, buckets.map(|b| b.max(1)))], &mut hook);
         true
+    }
+
+    /// Runs now the pass that background thread `part` of `parts` runs every period when
+    /// [`Config::background_threads`] is `parts`: every group of the slots `s` with
+    /// `s % parts == part` whose load factor left `[lower_load_factor, upper_load_factor]` is
+    /// resized. Several threads calling it with different `part`s of one `parts` resize at the
+    /// same time, so an index run with `background_threads: 0` can resize on threads of its
+    /// user's own; a call for a share being resized, or for another `parts`, waits for the
+    /// passes running (so does any call while the background threads run theirs). True if it
+    /// resized anything.
+    ///
+    /// # Panics
+    ///
+    /// If `part >= parts`.
+    ///
+    /// ```
+    /// use hash_index::{Config, HashIndex, XIndexH};
+    ///
+    /// let index = XIndexH::<u64>::new(Config { background_threads: 0, ..Config::default() })
+    ///     .expect("valid config");
+    /// for key in 0..100_000u64 {
+    ///     index.insert(key, key);
+    /// }
+    /// std::thread::scope(|scope| {
+    ///     for part in 0..2 {
+    ///         let index = &index;
+    ///         scope.spawn(move || while index.resize_share(part, 2) {});
+    ///     }
+    /// });
+    /// assert!(index.stats().max_load_factor <= index.config().upper_load_factor);
+    /// ```
+    pub fn resize_share(&self, part: usize, parts: usize) -> bool {
+        let share = Share::new(part, parts)
+            .unwrap_or_else(|| panic!("share {part} of {parts} does not exist"));
+        self.inner.maintenance_pass(share)
     }
 
     /// The number of root slots (for tests).
@@ -332,11 +371,11 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
     }
 
     fn maintenance_step(&self) -> bool {
-        self.inner.maintenance_pass()
+        self.inner.maintenance_pass(Share::ALL)
     }
 
     fn quiesce(&self) {
-        while self.inner.maintenance_pass() {}
+        while self.inner.maintenance_pass(Share::ALL) {}
     }
 }
 
@@ -411,11 +450,22 @@ impl<K: HashKey> Inner<K> {
         self.group(self.root.slot::<K>(key), online)
     }
 
-    /// Takes the restructure lock.
+    /// Takes the restructure lock exclusively: every slot's group may be resized.
     pub(crate) fn restructurer(&self) -> Restructurer<'_, K> {
         Restructurer {
             inner: self,
-            _lock: self.restructure.lock(),
+            share: Share::ALL,
+            _lock: Lock::Exclusive(self.restructure.exclusive()),
+        }
+    }
+
+    /// Takes `share` of the restructure lock, next to the holders of the split's other shares:
+    /// only the groups of `share` of the slots may be resized.
+    pub(crate) fn partial_restructurer(&self, share: Share) -> Restructurer<'_, K> {
+        Restructurer {
+            inner: self,
+            share,
+            _lock: Lock::Shared(self.restructure.share(share)),
         }
     }
 }
@@ -433,9 +483,20 @@ impl<K: HashKey> Drop for Inner<K> {
 }
 
 /// The resizer's protection: the restructure lock, held by the only code that frees groups.
+/// An exclusive holder may resize any group; the holders of shares (which the lock admits only
+/// distinct, of one split) each reach only the slots of their own [`Share`] (checked by
+/// [`group`](Self::group)), so no two of them resize, read or free the same group. The root
+/// never changes.
 pub(crate) struct Restructurer<'i, K: HashKey> {
     inner: &'i Inner<K>,
-    _lock: MutexGuard<'i, ()>,
+    share: Share,
+    _lock: Lock<'i>,
+}
+
+/// How a restructurer holds the restructure lock; the guard releases it when dropped.
+enum Lock<'i> {
+    Exclusive(#[expect(dead_code, reason = "held for its drop")] ExclusiveGuard<'i>),
+    Shared(#[expect(dead_code, reason = "held for its drop")] ShareGuard<'i>),
 }
 
 impl<'i, K: HashKey> Restructurer<'i, K> {
@@ -444,16 +505,27 @@ impl<'i, K: HashKey> Restructurer<'i, K> {
         self.inner
     }
 
-    /// The group in `slot`; not freed while the lock is held, except by this restructurer.
+    /// The group in `slot`, which must be in the restructurer's share; not freed while the
+    /// lock is held, except by this restructurer.
     pub(crate) fn group(&self, slot: usize) -> &Group<K> {
+        assert!(
+            self.share.holds(slot),
+            "slot {slot} is outside the restructurer's share"
+        );
         let group = self.inner.slots[slot].load(Ordering::Acquire);
-        // SAFETY: groups are freed only by a restructurer, and this one holds the lock; it
-        // frees a group it unlinked itself only after its last use of it.
+        // SAFETY: groups are freed only by a restructurer, which frees a group it unlinked
+        // itself only after its last use of it; an exclusive one excludes every other, and
+        // one that holds a share reaches only its share's slots (checked above), which no
+        // other holder reaches.
         unsafe { &*group }
     }
 
-    /// The slot link itself.
+    /// The slot link itself, for a slot in the restructurer's share.
     pub(crate) fn link(&self, slot: usize) -> &AtomicPtr<Group<K>> {
+        assert!(
+            self.share.holds(slot),
+            "slot {slot} is outside the restructurer's share"
+        );
         &self.inner.slots[slot]
     }
 

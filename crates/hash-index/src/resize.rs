@@ -22,8 +22,9 @@
 //! 7. *Copy* (lines 15–16): `replace_pointer` on every pointer record, under its lock.
 //! 8. *B3*: no reader still dereferences a pointer into the old group; free it (line 18).
 //!
-//! Only the holder of the restructure lock resizes, so a group is resized by one actor at a
-//! time, and a new group is never frozen again before its copy phase ended. A background pass
+//! Only a holder of the restructure lock resizes, and only the groups of its share of the
+//! slots, so a group is resized by one actor at a time, and a new group is never frozen again
+//! before its copy phase ended. A background pass
 //! resizes all the groups it found out of range as one batch that shares the three barriers
 //! (each step above runs for every group of the batch before the next). A growing group gets
 //! up to [`GROWTH`] times its buckets, as long as its load factor stays at least
@@ -104,9 +105,10 @@ impl<K: HashKey> Restructurer<'_, K> {
             .collect();
         let [old, new] = [|j: &Job<K>| j.old, |j: &Job<K>| j.new].map(|f| {
             jobs.iter()
-                // SAFETY: the old groups are the slots' current groups and the new ones were
-                // just allocated; none is freed before the end of this function, and only the
-                // holder of the restructure lock (this restructurer) frees groups.
+                // SAFETY: the old groups are the current groups of slots in this restructurer's
+                // share and the new ones were just allocated; none is freed before the end of
+                // this function, and only the holder of a share (this restructurer, for these
+                // slots) frees its groups.
                 .map(|j| unsafe { &*f(j) })
                 .collect::<Vec<&Group<K>>>()
         });

@@ -12,6 +12,7 @@
 //! The last two have two inserts from different home buckets take chain nodes from one
 //! group's arena at once, racing to install its next chunk; and a key pushed onto the chain
 //! while another thread looks it up or inserts it too, through its home bucket's chain filter.
+//! The very last runs the passes of two background threads' shares of the groups at once.
 //!
 //! Models with two foreground operations run the second one on the resizing thread inside the
 //! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
@@ -310,5 +311,49 @@ fn chained_keys_are_found_through_the_home_filter() {
         let index = tiny_index();
         two_inserts_of_one_new_key(&index, 5);
         assert_eq!(index.stats().chain_nodes, 1);
+    });
+}
+
+#[test]
+fn two_shares_resize_their_groups_at_once() {
+    // Two groups of one bucket, each over its load factor with two keys; the passes of shares
+    // 0 and 1 of 2 (one group each) run at once, each thread also writing to or reading from
+    // the other's group before or after its own pass.
+    model("shares 0 and 1 resize ‖ a put and a get", || {
+        let config = Config {
+            background_threads: 0,
+            initial_groups: 2,
+            min_buckets: 1,
+            ..Config::default()
+        };
+        let index = Arc::new(XIndexH::<u64>::new(config).expect("valid config"));
+        let in_slot = |slot: usize| -> Vec<u64> {
+            (1..100u64)
+                .filter(|key| index.slot_of(key) == slot)
+                .take(3)
+                .collect()
+        };
+        let (first, second) = (in_slot(0), in_slot(1));
+        for &key in first[..2].iter().chain(&second[..2]) {
+            assert_eq!(index.insert(key, key), None);
+        }
+        let (read, written) = (first[0], second[2]);
+        let other = spawn(&index, move |index| {
+            (index.resize_share(1, 2), index.get(&read))
+        });
+        let put = index.insert(written, written);
+        let resized = index.resize_share(0, 2);
+        assert_eq!(put, None);
+        assert!(resized, "share 0 resizes the first group");
+        assert_eq!(
+            other.join().expect("the second share finishes"),
+            (true, Some(read)),
+            "share 1 resizes the second group; the get sees its key"
+        );
+        assert_eq!(index.stats().grows, 2, "one resize per group");
+        for &key in first[..2].iter().chain(&second) {
+            assert_eq!(index.get(&key), Some(key));
+        }
+        index.validate();
     });
 }

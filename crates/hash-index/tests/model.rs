@@ -41,6 +41,8 @@ enum Op {
     /// Resizes the group of the key to this many buckets, running the ops at the phase.
     Resize(u8, usize, usize, Vec<Op>),
     Step,
+    /// The pass of background thread `part` of `parts` (modulo `parts`).
+    Share(usize, usize),
 }
 
 fn point_op() -> impl Strategy<Value = Op> {
@@ -57,6 +59,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => ((0u8..40), 1usize..12, 0..Phase::ALL.len(), prop::collection::vec(point_op(), 0..6))
             .prop_map(|(k, b, p, ops)| Op::Resize(k, b, p, ops)),
         1 => Just(Op::Step),
+        1 => ((0usize..4), 1usize..4).prop_map(|(part, parts)| Op::Share(part, parts)),
     ]
 }
 
@@ -109,6 +112,9 @@ fn apply<K: TestKey>(index: &XIndexH<K>, model: &mut HashMap<K, u64>, op: &Op) {
         }
         Op::Step => {
             index.maintenance_step();
+        }
+        Op::Share(part, parts) => {
+            index.resize_share(part % parts, *parts);
         }
     }
 }

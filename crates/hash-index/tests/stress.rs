@@ -1,7 +1,8 @@
 //! Concurrent stress tests of XIndex-H on real threads (DESIGN "Testing layers" 4; digest §8
 //! "Concurrent tests"), while a resizer thread grows and shrinks random groups back to back
 //! (tiny groups, one to nine buckets, so chains and pointer records are everywhere) and the
-//! background thread runs its own load-factor passes:
+//! background thread runs its own load-factor passes (one test runs three background threads,
+//! whose shares of the groups are resized at the same time):
 //!
 //! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
 //!   removes on a few hot keys; each key is a register whose history (invoke and response
@@ -61,7 +62,7 @@ impl StressKey for Vec<u8> {
     }
 }
 
-fn stress<K: StressKey>(budget: Duration) {
+fn stress<K: StressKey>(budget: Duration, background_threads: usize) {
     let pairs: Vec<(K, u64)> = (0..KEY_SPACE)
         .filter(|n| n % 2 == 0)
         .map(|n| (K::make(n), n))
@@ -70,7 +71,7 @@ fn stress<K: StressKey>(budget: Duration) {
         min_buckets: 1,
         group_size: 64,
         period: Duration::from_millis(1),
-        background_threads: 1,
+        background_threads,
         ..Config::default()
     };
     let index = XIndexH::bulk_load(&pairs, config).expect("unique keys, valid config");
@@ -255,10 +256,15 @@ fn worker<K: StressKey>(
 
 #[test]
 fn integer_keys_are_linearizable_under_continuous_resizing() {
-    stress::<u64>(Duration::from_millis(1_500));
+    stress::<u64>(Duration::from_millis(1_500), 1);
+}
+
+#[test]
+fn integer_keys_are_linearizable_with_three_background_threads() {
+    stress::<u64>(Duration::from_millis(1_000), 3);
 }
 
 #[test]
 fn string_keys_are_linearizable_under_continuous_resizing() {
-    stress::<Vec<u8>>(Duration::from_millis(1_000));
+    stress::<Vec<u8>>(Duration::from_millis(1_000), 1);
 }

@@ -6,17 +6,17 @@
 //! A pass applies the adjustment policy ([`policy`](crate::xindex::policy)) to every group.
 //! With several threads, the groups' compactions (the bulk of the work: copying arrays and
 //! training models) are shared out as the paper shares its groups (digest §3.13): thread `i`
-//! of `n` compacts the groups of the root slots `s` with `s % n == i`, holding the restructure
-//! lock shared, so the threads compact at the same time. Thread 0 also runs the rest of the
+//! of `n` compacts the groups of the root slots `s` with `s % n == i`, holding its share of the
+//! restructure lock ([`concurrency::ShareLock`]), so the threads compact at the same time. Thread 0 also runs the rest of the
 //! policy (model and group splits and merges, root updates), holding the lock exclusively;
 //! one thread runs the whole policy in one pass.
 
 use std::sync::Arc;
 
-use concurrency::Workers;
+use concurrency::{Share, Workers};
 
 use crate::xindex::error::Error;
-use crate::xindex::index::{Inner, Scope};
+use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
 
 /// Starts `inner`'s configured number of background threads, named `xindex-bg-N`; dropping
@@ -25,13 +25,13 @@ pub(crate) fn start<K: IndexKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error
     let config = inner.config();
     let (count, period) = (config.background_threads, config.period);
     let inner = Arc::clone(inner);
-    let workers = Workers::start("xindex-bg", count, period, move |thread| {
+    let workers = Workers::start("xindex-bg", count, period, move |share: Share| {
         let threshold = inner.config().compaction_threshold;
-        match (thread, count) {
-            (_, 1) => inner.maintenance_pass(threshold, Scope::All),
-            (0, parts) => inner.maintenance_pass(threshold, Scope::Share { part: 0, parts }),
-            (part, parts) => inner.compaction_pass(threshold, part, parts),
-        };
+        if share.part() == 0 {
+            inner.maintenance_pass(threshold, share);
+        } else {
+            inner.compaction_pass(threshold, share);
+        }
     })?;
     Ok(workers)
 }

@@ -11,9 +11,9 @@
 //! Every operation runs online in the index's grace-period domain ([`Pinned`]); the
 //! restructurer ([`Restructurer`]) holds the restructure lock, is the only code that frees
 //! groups, and does not need to be online: nothing it reads can be freed under it. The lock is
-//! a reader-writer lock: a restructurer holds it exclusively, or shared with other partial
-//! restructurers when it only compacts the groups of its own share of the root slots (see
-//! [`Scope`]).
+//! a [`ShareLock`]: a restructurer holds it exclusively, or holds one [`Share`] of the root
+//! slots, next to the holders of the split's other shares, when it only compacts the groups of
+//! its share.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -21,9 +21,9 @@ use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::Arc;
 
+use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use concurrency::{Backoff, GracePeriod, OnlineGuard, Workers};
+use concurrency::{Backoff, GracePeriod, OnlineGuard, Share, ShareLock, Workers};
 
 use crate::xindex::background;
 use crate::xindex::config::Config;
@@ -87,8 +87,8 @@ pub(crate) struct Inner<K: IndexKey> {
     len: AtomicU64,
     counters: Counters,
     /// Held by whoever restructures groups or the root, the only code that frees them:
-    /// exclusively, or shared by partial restructurers of disjoint root slots ([`Scope`]).
-    restructure: RwLock<()>,
+    /// exclusively, or by partial restructurers of distinct shares of the root slots.
+    restructure: ShareLock,
 }
 
 impl<K: IndexKey> XIndex<K> {
@@ -167,7 +167,7 @@ impl<K: IndexKey> XIndex<K> {
             config,
             len: AtomicU64::new(len as u64),
             counters: Counters::new(),
-            restructure: RwLock::new(()),
+            restructure: ShareLock::new(),
         });
         let background = background::start(&inner)?;
         Ok(Self {
@@ -207,9 +207,11 @@ impl<K: IndexKey> XIndex<K> {
     /// period when [`Config::background_threads`] is `parts`: every group of the root slots
     /// `s` with `s % parts == part` whose delta index holds more than
     /// [`Config::compaction_threshold`] keys is merged into its array. Several threads calling
-    /// it with different `part`s compact at the same time, so an index run with
-    /// `background_threads: 0` can do its compactions on threads of its user's own. True if
-    /// it compacted anything.
+    /// it with different `part`s of one `parts` compact at the same time, so an index run with
+    /// `background_threads: 0` can do its compactions on threads of its user's own; a call
+    /// for a share that is being compacted, or for another `parts`, waits for the passes
+    /// running (so does any call while the background threads run theirs). True if it
+    /// compacted anything.
     ///
     /// # Panics
     ///
@@ -234,8 +236,10 @@ impl<K: IndexKey> XIndex<K> {
     /// assert_eq!(index.stats().delta_keys, 0);
     /// ```
     pub fn compact_share(&self, part: usize, parts: usize) -> bool {
+        let share = Share::new(part, parts)
+            .unwrap_or_else(|| panic!("share {part} of {parts} does not exist"));
         self.inner
-            .compaction_pass(self.inner.config.compaction_threshold, part, parts)
+            .compaction_pass(self.inner.config.compaction_threshold, share)
     }
 
     /// The number of root slots (for tests: the valid arguments of
@@ -329,11 +333,11 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 
     fn maintenance_step(&self) -> bool {
         self.inner
-            .maintenance_pass(self.inner.config.compaction_threshold, Scope::All)
+            .maintenance_pass(self.inner.config.compaction_threshold, Share::ALL)
     }
 
     fn quiesce(&self) {
-        while self.inner.maintenance_pass(0, Scope::All) {}
+        while self.inner.maintenance_pass(0, Share::ALL) {}
     }
 }
 
@@ -487,21 +491,18 @@ impl<K: IndexKey> Inner<K> {
         Restructurer {
             inner: self,
             lock: Lock::Exclusive {
-                _guard: self.restructure.write(),
+                _guard: self.restructure.exclusive(),
             },
         }
     }
 
-    /// Takes the restructure lock shared, for share `part` of `parts` of the root slots (see
-    /// [`Scope::Share`]).
-    pub(crate) fn partial_restructurer(&self, part: usize, parts: usize) -> Restructurer<'_, K> {
-        assert!(part < parts, "share {part} of {parts} does not exist");
+    /// Takes `share` of the restructure lock, to compact the groups of that share of the root
+    /// slots; the holders of the split's other shares may hold theirs meanwhile.
+    pub(crate) fn partial_restructurer(&self, share: Share) -> Restructurer<'_, K> {
         Restructurer {
             inner: self,
             lock: Lock::Shared {
-                _guard: self.restructure.read(),
-                part,
-                parts,
+                _guard: self.restructure.share(share),
             },
         }
     }
@@ -575,12 +576,13 @@ impl<K: IndexKey> Pinned<'_, K> {
 /// The restructurer's protection: the restructure lock, held by the only code that frees
 /// groups and roots.
 ///
-/// An exclusive restructurer may change anything. A shared one restructures only the groups of
-/// its share of the root slots ([`Scope::Share`]): those reached from its slots, through their
-/// `next` chains. Shared holders exclude every exclusive one, so the root, its slots' partition
-/// and the chains stay as they are while they work (chains are changed by group splits and
-/// merges, and both are exclusive); the chains of two slots never share a group, so two shared
-/// restructurers never reach, change or free the same group.
+/// An exclusive restructurer may change anything. A partial one only compacts the groups of its
+/// [`Share`] of the root slots: those reached from its slots, through their `next` chains. The
+/// lock admits partial holders only of distinct shares of one split, and never next to an
+/// exclusive one, so the root, its slots' partition and the chains stay as they are while they
+/// work (chains are changed by group splits and merges, and both are exclusive); the chains of
+/// two slots never share a group, so two partial restructurers never reach, change or free the
+/// same group.
 pub(crate) struct Restructurer<'i, K: IndexKey> {
     inner: &'i Inner<K>,
     lock: Lock<'i>,
@@ -589,33 +591,13 @@ pub(crate) struct Restructurer<'i, K: IndexKey> {
 /// How a restructurer holds the restructure lock.
 enum Lock<'i> {
     Exclusive {
-        _guard: RwLockWriteGuard<'i, ()>,
+        _guard: ExclusiveGuard<'i>,
     },
+    /// One share, next to the restructurers of the split's other shares: only compactions run
+    /// (they change no chain and not the root).
     Shared {
-        _guard: RwLockReadGuard<'i, ()>,
-        part: usize,
-        parts: usize,
+        _guard: ShareGuard<'i>,
     },
-}
-
-/// Which root slots a restructurer may restructure the groups of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// Every slot: the lock is held exclusively.
-    All,
-    /// The slots `s` with `s % parts == part`: the lock is held shared with the restructurers
-    /// of other shares, and only compactions run (they change no chain and not the root).
-    Share { part: usize, parts: usize },
-}
-
-impl Scope {
-    /// Whether root slot `slot` is in the scope.
-    pub(crate) fn holds(self, slot: usize) -> bool {
-        match self {
-            Self::All => true,
-            Self::Share { part, parts } => slot % parts == part,
-        }
-    }
 }
 
 impl<'i, K: IndexKey> Restructurer<'i, K> {
@@ -624,30 +606,21 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         self.inner
     }
 
-    /// The root slots whose groups this restructurer may restructure.
-    pub(crate) fn scope(&self) -> Scope {
-        match self.lock {
-            Lock::Exclusive { .. } => Scope::All,
-            Lock::Shared { part, parts, .. } => Scope::Share { part, parts },
-        }
-    }
-
     /// The current root; nothing reachable from it is freed while the lock is held, except
-    /// by this restructurer (or, for a shared one, by the restructurers of other shares, in
+    /// by this restructurer (or, for a partial one, by the restructurers of other shares, in
     /// their own slots' chains).
     pub(crate) fn root(&self) -> &Root<K> {
         let root = self.inner.root.load(Ordering::Acquire);
-        // SAFETY: roots are freed only by an exclusive restructurer, which the lock held in
-        // either mode excludes.
+        // SAFETY: roots are freed only by an exclusive restructurer, which the lock, however
+        // this one holds it, excludes.
         unsafe { &*root }
     }
 
     /// Publishes `new` as the root and returns the old one, which the caller frees with
     /// [`retire_root`](Self::retire_root) after a grace period. Exclusive restructurers only.
     pub(crate) fn replace_root(&self, new: Root<K>) -> *mut Root<K> {
-        assert_eq!(
-            self.scope(),
-            Scope::All,
+        assert!(
+            matches!(self.lock, Lock::Exclusive { .. }),
             "only an exclusive restructurer replaces the root"
         );
         self.inner
@@ -667,14 +640,14 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         drop(unsafe { Box::from_raw(root) });
     }
 
-    /// The group held by `link` (a root slot or a group's `next`), unless it is NULL. A shared
+    /// The group held by `link` (a root slot or a group's `next`), unless it is NULL. A partial
     /// restructurer passes only links of its own slots' chains.
     pub(crate) fn group_at<'a>(&'a self, link: &'a AtomicPtr<Group<K>>) -> Option<&'a Group<K>> {
         let group = link.load(Ordering::Acquire);
         // SAFETY: `link` belongs to the structure this restructurer reached, and groups are
-        // freed only by a restructurer: an exclusive one excludes every other, and a shared one
-        // reaches only its own slots' chains, whose groups no other restructurer holding the
-        // lock can reach or free (see the type's comment). It frees a group it unlinked itself
+        // freed only by a restructurer: an exclusive one excludes every other, and a partial
+        // one reaches only its own slots' chains, whose groups no other restructurer holding
+        // the lock can reach or free (see the type's comment). It frees a group it unlinked itself
         // only after its last use of it.
         (!group.is_null()).then(|| unsafe { &*group })
     }

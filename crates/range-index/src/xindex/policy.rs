@@ -25,7 +25,9 @@
 use concurrency::sync::atomic::AtomicPtr;
 
 use crate::xindex::group::{Group, mean_error, train};
-use crate::xindex::index::{Inner, Restructurer, Scope};
+use concurrency::Share;
+
+use crate::xindex::index::{Inner, Restructurer};
 use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
 use crate::xindex::restructure::{Phase, Restructure};
@@ -49,7 +51,7 @@ impl<K: IndexKey> Inner<K> {
     /// not index yet), or that has a `next`, is compacted at once.
     ///
     /// [`compaction_pass`]: Self::compaction_pass
-    pub(crate) fn maintenance_pass(&self, threshold: usize, compacts: Scope) -> bool {
+    pub(crate) fn maintenance_pass(&self, threshold: usize, compacts: Share) -> bool {
         let restructurer = self.restructurer();
         let mut changed = false;
         let mut regrouped = false;
@@ -108,20 +110,19 @@ impl<K: IndexKey> Inner<K> {
         changed
     }
 
-    /// One compaction pass over share `part` of `parts` of the root slots (digest §3.13: each
-    /// background thread owns a disjoint set of groups): every group of those slots' chains
-    /// whose delta index holds more than `threshold` keys, or that has as many appended keys,
-    /// is compacted, batched as in [`maintenance_pass`](Self::maintenance_pass). It holds the
-    /// restructure lock shared, so the passes of other shares run at the same time; it makes no
-    /// other change (splits, merges and root updates need the lock exclusively). True if it
-    /// compacted anything.
-    pub(crate) fn compaction_pass(&self, threshold: usize, part: usize, parts: usize) -> bool {
-        let restructurer = self.partial_restructurer(part, parts);
-        let scope = restructurer.scope();
+    /// One compaction pass over `share` of the root slots (digest §3.13: each background thread
+    /// owns a disjoint set of groups): every group of those slots' chains whose delta index
+    /// holds more than `threshold` keys, or that has as many appended keys, is compacted,
+    /// batched as in [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
+    /// restructure lock, so the passes of the split's other shares run at the same time (a pass
+    /// of the same share, or of another split, waits); it makes no other change (splits,
+    /// merges and root updates need the lock exclusively). True if it compacted anything.
+    pub(crate) fn compaction_pass(&self, threshold: usize, share: Share) -> bool {
+        let restructurer = self.partial_restructurer(share);
         let root = restructurer.root();
         let mut batch = Batch::new(&restructurer);
         let mut changed = false;
-        for slot in (0..root.slot_count()).filter(|&slot| scope.holds(slot)) {
+        for slot in (0..root.slot_count()).filter(|&slot| share.holds(slot)) {
             let mut link = root.link(slot);
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
