@@ -455,7 +455,9 @@ impl<K: HashKey> Inner<K> {
         Restructurer {
             inner: self,
             share: Share::ALL,
-            _lock: Lock::Exclusive(self.restructure.exclusive()),
+            _lock: Lock::Exclusive {
+                _guard: self.restructure.exclusive(),
+            },
         }
     }
 
@@ -465,7 +467,9 @@ impl<K: HashKey> Inner<K> {
         Restructurer {
             inner: self,
             share,
-            _lock: Lock::Shared(self.restructure.share(share)),
+            _lock: Lock::Shared {
+                _guard: self.restructure.share(share),
+            },
         }
     }
 }
@@ -495,8 +499,8 @@ pub(crate) struct Restructurer<'i, K: HashKey> {
 
 /// How a restructurer holds the restructure lock; the guard releases it when dropped.
 enum Lock<'i> {
-    Exclusive(#[expect(dead_code, reason = "held for its drop")] ExclusiveGuard<'i>),
-    Shared(#[expect(dead_code, reason = "held for its drop")] ShareGuard<'i>),
+    Exclusive { _guard: ExclusiveGuard<'i> },
+    Shared { _guard: ShareGuard<'i> },
 }
 
 impl<'i, K: HashKey> Restructurer<'i, K> {

@@ -647,8 +647,8 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
         // SAFETY: `link` belongs to the structure this restructurer reached, and groups are
         // freed only by a restructurer: an exclusive one excludes every other, and a partial
         // one reaches only its own slots' chains, whose groups no other restructurer holding
-        // the lock can reach or free (see the type's comment). It frees a group it unlinked itself
-        // only after its last use of it.
+        // the lock can reach or free (see the type's comment). It frees a group it unlinked
+        // itself only after its last use of it.
         (!group.is_null()).then(|| unsafe { &*group })
     }
 

@@ -22,11 +22,10 @@
 //! else restructures (the pass holds the restructure lock), so its figures are stable except
 //! `buf`'s size, which only grows.
 
+use concurrency::Share;
 use concurrency::sync::atomic::AtomicPtr;
 
 use crate::xindex::group::{Group, mean_error, train};
-use concurrency::Share;
-
 use crate::xindex::index::{Inner, Restructurer};
 use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
@@ -68,7 +67,10 @@ impl<K: IndexKey> Inner<K> {
                 );
                 let mut done = match change {
                     Some(Restructure::Compact) if !compacts.holds(slot) => false,
-                    Some(Restructure::Compact) => batch.compact(link, from_slot, group),
+                    Some(Restructure::Compact) => {
+                        batch.compact(link, from_slot, group);
+                        true
+                    }
                     Some(change) => {
                         batch.flush();
                         restructurer.apply(link, slot, change, &mut |_| {})
@@ -127,7 +129,8 @@ impl<K: IndexKey> Inner<K> {
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
                 if compaction_due(group, threshold) {
-                    changed |= batch.compact(link, from_slot, group);
+                    batch.compact(link, from_slot, group);
+                    changed = true;
                 }
                 link = restructurer
                     .group_at(link)
@@ -162,14 +165,8 @@ impl<'r, 'i, K: IndexKey> Batch<'r, 'i, K> {
     }
 
     /// Compacts `group`, held by `link`: later, with the batch, if the link is a root slot
-    /// (`from_slot`) and the group has no `next`; else now. True (the compaction is done or
-    /// will be).
-    fn compact(
-        &mut self,
-        link: &'r AtomicPtr<Group<K>>,
-        from_slot: bool,
-        group: &Group<K>,
-    ) -> bool {
+    /// (`from_slot`) and the group has no `next`; else now.
+    fn compact(&mut self, link: &'r AtomicPtr<Group<K>>, from_slot: bool, group: &Group<K>) {
         if from_slot && group.next().is_none() {
             self.links.push(link);
             if self.links.len() == COMPACTION_BATCH {
@@ -178,7 +175,6 @@ impl<'r, 'i, K: IndexKey> Batch<'r, 'i, K> {
         } else {
             self.restructurer.compact(link, &mut |_| {});
         }
-        true
     }
 
     /// Runs the waiting compactions.
