@@ -371,59 +371,62 @@ fn case12_sequential_append_during_compaction() {
     });
 }
 
+/// Keys 10, 20 and 30, 40 in two groups (two root slots), with 15 and 35 waiting in their
+/// delta indexes, and a compaction threshold of 0; no background thread.
+fn two_groups_with_buffered_keys() -> Arc<XIndex<u64>> {
+    let config = Config {
+        background_threads: 0,
+        max_group_size: 2,
+        compaction_threshold: 0,
+        ..Config::default()
+    };
+    let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
+    let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
+    assert_eq!(index.slot_count(), 2);
+    assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+    index
+}
+
+/// After both groups of [`two_groups_with_buffered_keys`] were compacted once each, with key
+/// 36 inserted meanwhile: the invariants hold and every key is there.
+fn assert_both_compacted_once(index: &XIndex<u64>) {
+    assert_eq!(index.stats().compactions, 2, "one compaction per group");
+    index.validate();
+    assert_eq!(
+        contents(index),
+        vec![
+            (10, 1),
+            (15, 5),
+            (20, 2),
+            (30, 3),
+            (35, 6),
+            (36, 7),
+            (40, 4)
+        ]
+    );
+}
+
 #[test]
 fn case13_one_batch_compacts_two_groups_under_a_put_and_a_get() {
-    // Keys 15 and 35 wait in the delta indexes of the two groups; one maintenance pass, with a
-    // threshold of 0, compacts both together while a worker inserts into the second group and
-    // reads from the first.
+    // One maintenance pass compacts both groups together while a worker inserts into the
+    // second group and reads from the first.
     model("case13 insert and get ‖ batched compaction", || {
-        let config = Config {
-            background_threads: 0,
-            max_group_size: 2,
-            compaction_threshold: 0,
-            ..Config::default()
-        };
-        let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
-        let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
-        assert_eq!(index.slot_count(), 2);
-        assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+        let index = two_groups_with_buffered_keys();
         let ops = spawn(&index, |index| (index.insert(36, 7), index.get(&15)));
         assert!(index.maintenance_step(), "the pass compacts both groups");
         assert_eq!(ops.join().expect("the ops finish"), (None, Some(5)));
-        assert_eq!(index.stats().compactions, 2, "one compaction per group");
-        index.validate();
-        assert_eq!(
-            contents(&index),
-            vec![
-                (10, 1),
-                (15, 5),
-                (20, 2),
-                (30, 3),
-                (35, 6),
-                (36, 7),
-                (40, 4)
-            ]
-        );
+        assert_both_compacted_once(&index);
     });
 }
 
 #[test]
 fn case14_two_background_shares_compact_at_once_under_a_put_and_a_get() {
     // Two background threads' compaction passes (shares 0 and 1 of 2: one group each) run at
-    // the same time, each holding the restructure lock shared; each thread also runs one
+    // the same time, each holding its share of the restructure lock; each thread also runs one
     // foreground operation on the other's group, before or after its own pass, so it overlaps
     // the other pass anywhere.
     model("case14 two shares' compactions ‖ a put and a get", || {
-        let config = Config {
-            background_threads: 0,
-            max_group_size: 2,
-            compaction_threshold: 0,
-            ..Config::default()
-        };
-        let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
-        let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
-        assert_eq!(index.slot_count(), 2);
-        assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+        let index = two_groups_with_buffered_keys();
         let second = spawn(&index, |index| {
             let compacted = index.compact_share(1, 2);
             (compacted, index.get(&15))
@@ -437,19 +440,6 @@ fn case14_two_background_shares_compact_at_once_under_a_put_and_a_get() {
             (true, Some(5)),
             "share 1 compacts the second group; the get sees key 15"
         );
-        assert_eq!(index.stats().compactions, 2, "one compaction per group");
-        index.validate();
-        assert_eq!(
-            contents(&index),
-            vec![
-                (10, 1),
-                (15, 5),
-                (20, 2),
-                (30, 3),
-                (35, 6),
-                (36, 7),
-                (40, 4)
-            ]
-        );
+        assert_both_compacted_once(&index);
     });
 }
