@@ -2,7 +2,8 @@
 //! runs on threads the index owns, names, and joins on drop): `count` named threads, each
 //! running a task every `period` until the [`Workers`] value is dropped, which stops and joins
 //! them. Each task learns its thread's [`Share`] of the work, so threads can split items
-//! (an index's groups) among them. XIndex-R's compaction and adjustment passes and XIndex-H's resizes run on them.
+//! (an index's groups) among them. XIndex-R's compaction and adjustment passes and XIndex-H's
+//! resizes run on them.
 
 use std::io;
 use std::sync::Arc;

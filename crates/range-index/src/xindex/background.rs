@@ -7,9 +7,9 @@
 //! With several threads, the groups' compactions (the bulk of the work: copying arrays and
 //! training models) are shared out as the paper shares its groups (digest §3.13): thread `i`
 //! of `n` compacts the groups of the root slots `s` with `s % n == i`, holding its share of the
-//! restructure lock ([`concurrency::ShareLock`]), so the threads compact at the same time. Thread 0 also runs the rest of the
-//! policy (model and group splits and merges, root updates), holding the lock exclusively;
-//! one thread runs the whole policy in one pass.
+//! restructure lock ([`concurrency::ShareLock`]), so the threads compact at the same time.
+//! Thread 0 also runs the rest of the policy (model and group splits and merges, root
+//! updates), holding the lock exclusively; one thread runs the whole policy in one pass.
 
 use std::sync::Arc;
 

@@ -14,9 +14,10 @@
 //! `&Group` is only ever obtained from a [`Root`](crate::xindex::root::Root) or another group
 //! that the caller reached while *protected*: online in the index's grace-period domain, or
 //! holding the restructure lock (the only code that frees groups, and only a grace period after
-//! unlinking them; a holder that shares the lock reaches only the groups of its own root slots,
-//! which no other holder frees), or owning the index. That is the invariant the `unsafe` blocks below rely
-//! on; every such reference is borrowed from the protection, so it cannot outlive it.
+//! unlinking them; a holder of one share of it reaches only the groups of its own root slots,
+//! which no other holder frees), or owning the index. That is the invariant the `unsafe` blocks
+//! below rely on; every such reference is borrowed from the protection, so it cannot outlive
+//! it.
 
 use std::mem::size_of;
 use std::ptr;
