@@ -21,7 +21,8 @@ use crate::sync::{Condvar, Mutex};
 /// use concurrency::share_lock::Share;
 ///
 /// let second = Share::new(1, 3).expect("share 1 of 3 exists");
-/// assert_eq!((0..8).filter(|&i| second.holds(i)).collect::<Vec<_>>(), vec![1, 4, 7]);
+/// assert_eq!(second.items(8).collect::<Vec<_>>(), vec![1, 4, 7]);
+/// assert!(second.holds(4) && !second.holds(5));
 /// assert!((0..8).all(|i| Share::ALL.holds(i)));
 /// assert_eq!(Share::new(3, 3), None);
 /// ```
@@ -44,6 +45,11 @@ impl Share {
     #[inline]
     pub fn holds(self, item: usize) -> bool {
         item % self.parts == self.part
+    }
+
+    /// The items of the share below `len`, in order.
+    pub fn items(self, len: usize) -> impl Iterator<Item = usize> {
+        (self.part..len).step_by(self.parts)
     }
 
     /// Which share this is, from 0.
@@ -237,7 +243,7 @@ mod tests {
                             let mine = share((round + me) % parts, parts);
                             let guard = lock.share(mine);
                             assert_eq!(guard.share(), mine);
-                            let items: Vec<usize> = (0..ITEMS).filter(|&i| mine.holds(i)).collect();
+                            let items: Vec<usize> = mine.items(ITEMS).collect();
                             hold(&items, me);
                         }
                     }

@@ -52,7 +52,7 @@ impl World {
 
     /// Marks the items of `share`, checks that no one else marked them, and clears them.
     fn mark(&self, share: Share, me: usize) {
-        let mine = || (0..self.items.len()).filter(move |&item| share.holds(item));
+        let mine = || share.items(self.items.len());
         for item in mine() {
             self.items[item].with_mut(|cell| {
                 // SAFETY: the lock gives this thread the only access to the item's cell (what

@@ -39,8 +39,8 @@ impl<K: HashKey> Inner<K> {
     pub(crate) fn maintenance_pass(&self, share: Share) -> bool {
         let restructurer = self.partial_restructurer(share);
         let config = self.config();
-        let requests: Vec<Request> = (0..self.slot_count())
-            .filter(|&slot| share.holds(slot))
+        let requests: Vec<Request> = share
+            .items(self.slot_count())
             .filter(|&slot| {
                 let group = restructurer.group(slot);
                 let live = group.live().max(0) as f64;

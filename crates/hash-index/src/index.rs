@@ -454,8 +454,7 @@ impl<K: HashKey> Inner<K> {
     pub(crate) fn restructurer(&self) -> Restructurer<'_, K> {
         Restructurer {
             inner: self,
-            share: Share::ALL,
-            _lock: Lock::Exclusive {
+            lock: Lock::Exclusive {
                 _guard: self.restructure.exclusive(),
             },
         }
@@ -466,10 +465,7 @@ impl<K: HashKey> Inner<K> {
     pub(crate) fn partial_restructurer(&self, share: Share) -> Restructurer<'_, K> {
         Restructurer {
             inner: self,
-            share,
-            _lock: Lock::Shared {
-                _guard: self.restructure.share(share),
-            },
+            lock: Lock::Shared(self.restructure.share(share)),
         }
     }
 }
@@ -493,14 +489,13 @@ impl<K: HashKey> Drop for Inner<K> {
 /// never changes.
 pub(crate) struct Restructurer<'i, K: HashKey> {
     inner: &'i Inner<K>,
-    share: Share,
-    _lock: Lock<'i>,
+    lock: Lock<'i>,
 }
 
 /// How a restructurer holds the restructure lock; the guard releases it when dropped.
 enum Lock<'i> {
     Exclusive { _guard: ExclusiveGuard<'i> },
-    Shared { _guard: ShareGuard<'i> },
+    Shared(ShareGuard<'i>),
 }
 
 impl<'i, K: HashKey> Restructurer<'i, K> {
@@ -509,11 +504,20 @@ impl<'i, K: HashKey> Restructurer<'i, K> {
         self.inner
     }
 
+    /// The slots whose groups this restructurer may resize: every slot when it holds the lock
+    /// exclusively.
+    fn share(&self) -> Share {
+        match &self.lock {
+            Lock::Exclusive { .. } => Share::ALL,
+            Lock::Shared(guard) => guard.share(),
+        }
+    }
+
     /// The group in `slot`, which must be in the restructurer's share; not freed while the
     /// lock is held, except by this restructurer.
     pub(crate) fn group(&self, slot: usize) -> &Group<K> {
         assert!(
-            self.share.holds(slot),
+            self.share().holds(slot),
             "slot {slot} is outside the restructurer's share"
         );
         let group = self.inner.slots[slot].load(Ordering::Acquire);
@@ -527,7 +531,7 @@ impl<'i, K: HashKey> Restructurer<'i, K> {
     /// The slot link itself, for a slot in the restructurer's share.
     pub(crate) fn link(&self, slot: usize) -> &AtomicPtr<Group<K>> {
         assert!(
-            self.share.holds(slot),
+            self.share().holds(slot),
             "slot {slot} is outside the restructurer's share"
         );
         &self.inner.slots[slot]

@@ -124,7 +124,7 @@ impl<K: IndexKey> Inner<K> {
         let root = restructurer.root();
         let mut batch = Batch::new(&restructurer);
         let mut changed = false;
-        for slot in (0..root.slot_count()).filter(|&slot| share.holds(slot)) {
+        for slot in share.items(root.slot_count()) {
             let mut link = root.link(slot);
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
