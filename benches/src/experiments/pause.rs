@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use workload::report::Record;
+use workload::runner::MAX_TRACKED_LATENCY;
 
 use super::Outcome;
 use crate::args::{Experiment, Options};
@@ -30,9 +31,6 @@ use crate::plot::Metric;
 
 /// The gap that the notes count, in nanoseconds: the issues' bound on a worst operation.
 const LONG_GAP_NS: u64 = 1_000_000;
-
-/// The longest gap the histograms resolve (the exact maximum is kept apart).
-const MAX_TRACKED_GAP_NS: u64 = 60_000_000_000;
 
 /// Whether the machine's other cores are kept busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +60,8 @@ struct Gaps {
 impl Gaps {
     fn new() -> Self {
         Self {
-            histogram: Histogram::new_with_bounds(1, MAX_TRACKED_GAP_NS, 3)
+            // The runner's bounds: gaps resolve as operations do (the exact maximum apart).
+            histogram: Histogram::new_with_bounds(1, MAX_TRACKED_LATENCY.as_nanos() as u64, 3)
                 .expect("1 ns to 60 s at 3 significant digits are valid histogram bounds"),
             reads: 0,
             long: 0,
