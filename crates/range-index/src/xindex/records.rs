@@ -112,29 +112,27 @@ impl<K: IndexKey> Records<K> {
 
     /// Records from strictly increasing `keys` and their cells (same length), with `spare`
     /// empty slots for appends.
-    pub(crate) fn new(keys: Vec<K::Stored>, cells: Vec<RecordCell>, spare: usize) -> Self {
+    ///
+    /// The keys and cells stay in the allocations of `keys` and `cells` (a `Vec` whose items
+    /// are converted to the same layout is collected in place), which grow to `len + spare`
+    /// slots: a caller that reserved that capacity (a compaction's merge) has each array
+    /// allocated and written once.
+    pub(crate) fn new(keys: Vec<K::Stored>, mut cells: Vec<RecordCell>, spare: usize) -> Self {
         assert_eq!(keys.len(), cells.len(), "one cell per key");
         let len = keys.len();
-        let hints = keys
-            .iter()
-            .map(|key| K::hint(K::query(key)))
-            .chain(std::iter::repeat_n(K::Hint::default(), spare))
-            .map(UnsafeCell::new)
-            .collect();
-        let keys = keys
+        let mut hints = Vec::with_capacity(len + spare);
+        hints.extend(keys.iter().map(|key| UnsafeCell::new(K::hint(K::query(key)))));
+        hints.resize_with(len + spare, || UnsafeCell::new(K::Hint::default()));
+        let mut keys: Vec<_> = keys
             .into_iter()
-            .map(MaybeUninit::new)
-            .chain(std::iter::repeat_with(MaybeUninit::uninit).take(spare))
-            .map(UnsafeCell::new)
+            .map(|key| UnsafeCell::new(MaybeUninit::new(key)))
             .collect();
-        let cells = cells
-            .into_iter()
-            .chain(std::iter::repeat_with(|| RecordCell::new(RecordMeta::new(), 0)).take(spare))
-            .collect();
+        keys.resize_with(len + spare, || UnsafeCell::new(MaybeUninit::uninit()));
+        cells.resize_with(len + spare, || RecordCell::new(RecordMeta::new(), 0));
         Self {
-            keys,
-            hints,
-            cells,
+            keys: keys.into_boxed_slice(),
+            hints: hints.into_boxed_slice(),
+            cells: cells.into_boxed_slice(),
             len: AtomicUsize::new(len),
             appending: Mutex::new(()),
         }
