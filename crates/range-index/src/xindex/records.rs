@@ -121,7 +121,10 @@ impl<K: IndexKey> Records<K> {
         assert_eq!(keys.len(), cells.len(), "one cell per key");
         let len = keys.len();
         let mut hints = Vec::with_capacity(len + spare);
-        hints.extend(keys.iter().map(|key| UnsafeCell::new(K::hint(K::query(key)))));
+        hints.extend(
+            keys.iter()
+                .map(|key| UnsafeCell::new(K::hint(K::query(key)))),
+        );
         hints.resize_with(len + spare, || UnsafeCell::new(K::Hint::default()));
         let mut keys: Vec<_> = keys
             .into_iter()
