@@ -73,9 +73,8 @@ fn race(a: Hold, b: Hold) {
     let world = World::new();
     let other = {
         let world = Arc::clone(&world);
-        thread::spawn(move || world.hold(a, 1))
+        common::spawn(move || world.hold(a, 1))
     };
-    thread::yield_now();
     world.hold(b, 2);
     other.join().expect("the other holder finishes");
 }
@@ -105,7 +104,7 @@ fn distinct_shares_are_held_together() {
         let taken = Arc::new(AtomicUsize::new(0));
         let other = {
             let (world, taken) = (Arc::clone(&world), Arc::clone(&taken));
-            thread::spawn(move || {
+            common::spawn(move || {
                 let _held = world.lock.share(Share::new(0, 2).expect("0 < 2"));
                 taken.fetch_add(1, Ordering::SeqCst);
                 while taken.load(Ordering::SeqCst) < 2 {

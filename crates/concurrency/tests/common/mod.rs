@@ -31,9 +31,7 @@ pub fn model_with_max_preemptions(cap: usize, f: impl Fn() + Send + Sync + 'stat
 /// Spawns `f` on a new loom thread, then yields, so the first execution runs the new thread
 /// first: loom remembers only the last access to each atomic and misses races whose first
 /// access is the spawned thread's otherwise (tokio-rs/loom#166).
-pub fn spawn<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> loom::thread::JoinHandle<T> {
+pub fn spawn<T: 'static>(f: impl FnOnce() -> T + 'static) -> loom::thread::JoinHandle<T> {
     let handle = loom::thread::spawn(f);
     loom::thread::yield_now();
     handle
