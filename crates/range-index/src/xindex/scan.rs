@@ -21,6 +21,10 @@ use crate::xindex::record;
 /// How many pairs a [`Range`] fetches per online section.
 const RANGE_CHUNK: usize = 128;
 
+/// The most pairs a scan reserves room for up front: a short scan (YCSB E asks for up to 100)
+/// then fills its vector without growing it, and a long one grows it as it goes.
+const MAX_RESERVED: usize = 1024;
+
 impl<K: IndexKey> Inner<K> {
     /// Up to `n` live pairs with keys within `(start, end)`, ascending, in one online
     /// section.
@@ -30,10 +34,10 @@ impl<K: IndexKey> Inner<K> {
         end: Bound<&K::Query>,
         n: usize,
     ) -> Vec<(K, u64)> {
-        let mut out = Vec::new();
         if n == 0 {
-            return out;
+            return Vec::new();
         }
+        let mut out = Vec::with_capacity(n.min(MAX_RESERVED));
         let pinned = self.pin();
         let root = pinned.root();
         // Every key is >= the smallest key, so an unbounded start is a start from it.
@@ -82,22 +86,55 @@ fn scan_group<K: IndexKey>(
     let mut next = group.lower_bound(from);
     let mut buf = group.buf().iter_from(from).peekable();
     let mut tmp = group.tmp_buf().map(|t| t.iter_from(from).peekable());
+    // Whether `key` ends the group's part of the scan: `Some(false)` at the group's range's end
+    // (the next group goes on), `Some(true)` past the scan's end. The group's range first: a
+    // `tmp_buf` shared by groups being merged holds keys of the next group, which say nothing
+    // about where the scan ends.
+    let stop = |key: &K::Query| {
+        if group_end.is_some_and(|group_end| key >= group_end.borrow()) {
+            Some(false)
+        } else {
+            past_end(key, end).then_some(true)
+        }
+    };
+    // Appends a live pair unless it is the excluded start; true once `out` is full.
+    let mut emit = |key: &K::Query, value: Option<u64>| {
+        if let Some(value) = value
+            && !matches!(start, Bound::Excluded(s) if s == key)
+        {
+            debug_assert!(
+                out.last().is_none_or(|(last, _)| last.borrow() < key),
+                "groups hold disjoint, ascending key ranges"
+            );
+            out.push((K::from_query(key), value));
+        }
+        out.len() >= limit
+    };
     loop {
-        let in_array = keys.get(next).map(K::query);
         let in_buf = buf.peek().map(|&(key, _)| key.borrow());
         let in_tmp = tmp
             .as_mut()
             .and_then(|t| t.peek().map(|&(key, _)| key.borrow()));
-        let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().min() else {
+        let in_delta = [in_buf, in_tmp].into_iter().flatten().min();
+        // The array's keys below the delta indexes' next key are the run's only candidates:
+        // take them without looking at the delta indexes again.
+        while let Some(key) = keys.get(next).map(K::query)
+            && in_delta.is_none_or(|delta| key < delta)
+        {
+            if let Some(done) = stop(key) {
+                return done;
+            }
+            next += 1;
+            if emit(key, record::read(&cells[next - 1])) {
+                return true;
+            }
+        }
+        let in_array = keys.get(next).map(K::query);
+        let Some(key) = [in_array, in_delta].into_iter().flatten().min() else {
             return false;
         };
-        // The group's range first: a `tmp_buf` shared by groups being merged holds keys of
-        // the next group, which say nothing about where the scan ends.
-        if group_end.is_some_and(|group_end| key >= group_end.borrow()) {
-            return false;
-        }
-        if past_end(key, end) {
-            return true;
+        if let Some(done) = stop(key) {
+            return done;
         }
         let mut value = None;
         let mut take = |cell: &RecordCell| {
@@ -115,18 +152,8 @@ fn scan_group<K: IndexKey>(
         if in_tmp == Some(key) {
             take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
         }
-        if matches!(start, Bound::Excluded(s) if s == key) {
-            continue;
-        }
-        if let Some(value) = value {
-            debug_assert!(
-                out.last().is_none_or(|(last, _)| last.borrow() < key),
-                "groups hold disjoint, ascending key ranges"
-            );
-            out.push((K::from_query(key), value));
-            if out.len() >= limit {
-                return true;
-            }
+        if emit(key, value) {
+            return true;
         }
     }
 }
