@@ -508,3 +508,53 @@ fn background_threads_compact_on_their_own() {
     assert!((0..1_000u64).all(|key| index.get(&key) == Some(key)));
     drop(index);
 }
+
+/// Scans and ranges of many lengths from starts all over the key range, with new keys waiting
+/// in the delta indexes between the arrays' keys and some array records removed: a scan takes
+/// the array records between two delta keys in one run (README design notes, "Scans take the
+/// array in runs"), and must still merge them in key order, skip removed records, honour an
+/// excluded start and stop at its limit, its end and each group's end.
+#[test]
+fn scans_merge_array_runs_with_delta_keys() {
+    let config = Config {
+        background_threads: 0,
+        max_group_size: 64,
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..2_000u64).map(|i| (i * 4, i)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    for key in (1..8_000u64).step_by(7).filter(|key| key % 4 != 0) {
+        index.insert(key, key + 1);
+        model.insert(key, key + 1);
+    }
+    for key in (0..8_000u64).step_by(52) {
+        index.remove(&key);
+        model.remove(&key);
+    }
+    // Removed array keys inserted again live in the delta indexes, beside their dead records.
+    for key in (0..8_000u64).step_by(104) {
+        index.insert(key, 7);
+        model.insert(key, 7);
+    }
+    assert!(
+        index.stats().delta_keys > 0,
+        "new keys wait in the delta indexes"
+    );
+    for start in (0..8_100u64).step_by(37) {
+        for n in [1, 2, 7, 64, 100, 300] {
+            let pairs = |range: (Bound<u64>, Bound<u64>)| -> Vec<(u64, u64)> {
+                model.range(range).take(n).map(|(&k, &v)| (k, v)).collect()
+            };
+            let from = (Bound::Included(start), Bound::Unbounded);
+            assert_eq!(index.scan(&start, n), pairs(from), "scan({start}, {n})");
+            let after = (Bound::Excluded(start), Bound::Unbounded);
+            let got: Vec<_> = index.range(after).take(n).collect();
+            assert_eq!(got, pairs(after), "{n} after {start}");
+            let span = start..start + 3 * n as u64;
+            let got: Vec<_> = index.range(span.clone()).collect();
+            let want: Vec<_> = model.range(span.clone()).map(|(&k, &v)| (k, v)).collect();
+            assert_eq!(got, want, "{span:?}");
+        }
+    }
+}
