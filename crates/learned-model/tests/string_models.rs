@@ -132,6 +132,34 @@ fn keys_that_are_prefixes_of_each_other_or_hold_zero_bytes() {
 }
 
 #[test]
+fn prefix_comparisons_follow_the_byte_order_at_every_prefix_length() {
+    // Prefixes of 0 to 10 bytes, some ending in zero bytes (which the eight-byte word of a
+    // short prefix pads with), against queries shorter, equal and longer, below and above.
+    let bytes = b"ab\0c\0\0defgh\0";
+    for len in 0..=10 {
+        let prefix = &bytes[..len];
+        let keys = [[prefix, b"\x01"].concat(), [prefix, b"\x02"].concat()];
+        let layout = PartialKeyLayout::from_sorted(&keys).unwrap();
+        assert_eq!(layout.prefix(), prefix);
+        let mut queries: Vec<Vec<u8>> = (0..=bytes.len()).map(|n| bytes[..n].to_vec()).collect();
+        for n in 0..=len {
+            let mut below = bytes[..n].to_vec();
+            below.push(0);
+            queries.push(below);
+            queries.push([&bytes[..n], b"\xff".as_slice()].concat());
+        }
+        for query in &queries {
+            let expected = query[..query.len().min(len)].cmp(prefix);
+            assert_eq!(
+                layout.compare_prefix(query),
+                expected,
+                "{prefix:?} vs {query:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn keys_whose_features_collide_are_still_found() {
     let keys = string_keys(StringShape::CollidingFeatures, 300, 11);
     let model = StringModel::fit(&keys).unwrap();
