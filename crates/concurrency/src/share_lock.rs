@@ -52,6 +52,16 @@ impl Share {
         (self.part..len).step_by(self.parts)
     }
 
+    /// Share `part` of `parts`, for callers whose `part < parts` is a precondition of their
+    /// own.
+    ///
+    /// # Panics
+    ///
+    /// If `part >= parts`.
+    pub fn of(part: usize, parts: usize) -> Self {
+        Self::new(part, parts).unwrap_or_else(|| panic!("share {part} of {parts} does not exist"))
+    }
+
     /// Which share this is, from 0.
     pub fn part(self) -> usize {
         self.part
@@ -186,31 +196,27 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    fn share(part: usize, parts: usize) -> Share {
-        Share::new(part, parts).expect("part < parts")
-    }
-
     #[test]
     fn admission_keeps_held_items_disjoint() {
         let mut holders = Holders::default();
-        assert!(holders.admits(share(0, 2)));
-        holders.shares.push(share(0, 2));
+        assert!(holders.admits(Share::of(0, 2)));
+        holders.shares.push(Share::of(0, 2));
         assert!(
-            holders.admits(share(1, 2)),
+            holders.admits(Share::of(1, 2)),
             "a distinct share of the same split"
         );
-        assert!(!holders.admits(share(0, 2)), "the same share");
-        assert!(!holders.admits(share(0, 3)), "another split overlaps");
+        assert!(!holders.admits(Share::of(0, 2)), "the same share");
+        assert!(!holders.admits(Share::of(0, 3)), "another split overlaps");
         assert!(!holders.admits(Share::ALL), "every item overlaps");
         holders.shares.clear();
         holders.exclusive_waiting = 1;
         assert!(
-            !holders.admits(share(1, 2)),
+            !holders.admits(Share::of(1, 2)),
             "behind a waiting exclusive request"
         );
         holders.exclusive_waiting = 0;
         holders.exclusive = true;
-        assert!(!holders.admits(share(1, 2)), "while held exclusively");
+        assert!(!holders.admits(Share::of(1, 2)), "while held exclusively");
     }
 
     /// Threads taking random shares and exclusive holds never hold an item twice at once:
@@ -240,7 +246,7 @@ mod tests {
                             hold(&(0..ITEMS).collect::<Vec<_>>(), me);
                         } else {
                             let parts = 1 + (round * me) % 3;
-                            let mine = share((round + me) % parts, parts);
+                            let mine = Share::of((round + me) % parts, parts);
                             let guard = lock.share(mine);
                             assert_eq!(guard.share(), mine);
                             let items: Vec<usize> = mine.items(ITEMS).collect();

@@ -37,7 +37,7 @@ impl Workers {
             threads: Vec::new(),
         };
         for i in 0..count {
-            let share = Share::new(i, count).expect("thread i of count exists");
+            let share = Share::of(i, count);
             let (stop, stopped) = mpsc::channel::<()>();
             let task = Arc::clone(&task);
             let thread = thread::Builder::new()

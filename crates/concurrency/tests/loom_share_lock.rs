@@ -39,7 +39,7 @@ impl World {
     fn hold(&self, hold: Hold, me: usize) {
         match hold {
             Hold::Share(part, parts) => {
-                let share = Share::new(part, parts).expect("part < parts");
+                let share = Share::of(part, parts);
                 let _held = self.lock.share(share);
                 self.mark(share, me);
             }
@@ -105,14 +105,14 @@ fn distinct_shares_are_held_together() {
         let other = {
             let (world, taken) = (Arc::clone(&world), Arc::clone(&taken));
             common::spawn(move || {
-                let _held = world.lock.share(Share::new(0, 2).expect("0 < 2"));
+                let _held = world.lock.share(Share::of(0, 2));
                 taken.fetch_add(1, Ordering::SeqCst);
                 while taken.load(Ordering::SeqCst) < 2 {
                     thread::yield_now();
                 }
             })
         };
-        let _held = world.lock.share(Share::new(1, 2).expect("1 < 2"));
+        let _held = world.lock.share(Share::of(1, 2));
         taken.fetch_add(1, Ordering::SeqCst);
         while taken.load(Ordering::SeqCst) < 2 {
             thread::yield_now();

@@ -226,8 +226,7 @@ impl<K: HashKey> XIndexH<K> {
     /// assert!(index.stats().max_load_factor <= index.config().upper_load_factor);
     /// ```
     pub fn resize_share(&self, part: usize, parts: usize) -> bool {
-        let share = Share::new(part, parts)
-            .unwrap_or_else(|| panic!("share {part} of {parts} does not exist"));
+        let share = Share::of(part, parts);
         self.inner.maintenance_pass(share)
     }
 

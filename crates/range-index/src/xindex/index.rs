@@ -236,8 +236,7 @@ impl<K: IndexKey> XIndex<K> {
     /// assert_eq!(index.stats().delta_keys, 0);
     /// ```
     pub fn compact_share(&self, part: usize, parts: usize) -> bool {
-        let share = Share::new(part, parts)
-            .unwrap_or_else(|| panic!("share {part} of {parts} does not exist"));
+        let share = Share::of(part, parts);
         self.inner
             .compaction_pass(self.inner.config.compaction_threshold, share)
     }
