@@ -23,6 +23,7 @@
 //!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
 //!   buckets), so random lookups do not also miss the TLB.
+//! - [`prefetch`]: cache-line prefetch hints for the lines a lookup is about to probe.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
@@ -34,6 +35,7 @@ pub mod epoch;
 pub mod grace_period;
 pub mod large_array;
 pub mod node_lock;
+pub mod prefetch;
 pub mod record_cell;
 pub mod record_lock;
 pub mod share_lock;

@@ -84,12 +84,12 @@ use std::mem;
 use std::ptr;
 
 use concurrency::arena::Arena;
+use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
 use learned_model::Key;
 
 use crate::xindex::key::IndexKey;
-use crate::xindex::prefetch;
 
 /// A key being searched for with its summary ([`IndexKey::summary`]), computed once per
 /// operation and compared at every level.

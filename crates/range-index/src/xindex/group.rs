@@ -24,13 +24,13 @@ use std::ptr;
 use std::sync::Arc;
 
 use concurrency::RecordCell;
+use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use learned_model::{KeyModel, search};
 use smallvec::SmallVec;
 
 use crate::xindex::delta::DeltaIndex;
 use crate::xindex::key::IndexKey;
-use crate::xindex::prefetch;
 pub(crate) use crate::xindex::records::Records;
 use crate::xindex::records::{Bases, Prefix};
 

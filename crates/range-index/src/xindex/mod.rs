@@ -31,7 +31,6 @@ mod index;
 mod key;
 mod merge;
 mod policy;
-mod prefetch;
 mod record;
 mod records;
 mod restructure;

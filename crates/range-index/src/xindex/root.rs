@@ -11,12 +11,12 @@
 
 use std::mem::size_of;
 
+use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::xindex::config::Config;
 use crate::xindex::group::Group;
 use crate::xindex::key::IndexKey;
-use crate::xindex::prefetch;
 
 /// How many slots on each side of the root model's prediction a lookup requests while it
 /// searches the pivots (a slot is 8 bytes: 25 of them span 4 cache lines).

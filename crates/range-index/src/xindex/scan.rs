@@ -11,12 +11,12 @@
 use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
 
-use concurrency::RecordCell;
+use concurrency::{RecordCell, prefetch};
 
 use crate::xindex::group::Group;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
-use crate::xindex::{prefetch, record};
+use crate::xindex::record;
 
 /// How many pairs a [`Range`] fetches per online section.
 const RANGE_CHUNK: usize = 128;

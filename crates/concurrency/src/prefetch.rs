@@ -1,17 +1,17 @@
 //! Software prefetch for the last mile of a lookup: once a model has predicted a key's
-//! position, the cache lines of its error window and of the records nearest the prediction are
-//! requested together, so the search's dependent probes, and the record read that follows
-//! them, find them in flight instead of paying one memory latency each. A hint only: it never
-//! changes a result.
+//! position, the cache lines the operation will touch next (XIndex-R's error window and the
+//! records nearest the prediction, XIndex-H's bucket neighbourhood and chain head) are
+//! requested together, so the dependent probes find them in flight instead of paying one memory
+//! latency each. A hint only: it never changes a result.
 
 /// The most cache lines one window prefetch requests.
 const MAX_LINES: usize = 8;
 /// The size of a cache line.
-pub(crate) const LINE: usize = 64;
+pub const LINE: usize = 64;
 
 /// Requests the cache lines of `items` (at most [`MAX_LINES`], from its start).
 #[inline]
-pub(crate) fn slice<T>(items: &[T]) {
+pub fn slice<T>(items: &[T]) {
     let bytes = std::mem::size_of_val(items).min(MAX_LINES * LINE);
     let start = items.as_ptr().cast::<u8>();
     for offset in (0..bytes).step_by(LINE) {
@@ -22,7 +22,7 @@ pub(crate) fn slice<T>(items: &[T]) {
 /// Requests the cache lines of the items within `radius` positions of `items[center]` (at
 /// most [`MAX_LINES`], from the first of them).
 #[inline]
-pub(crate) fn around<T>(items: &[T], center: usize, radius: usize) {
+pub fn around<T>(items: &[T], center: usize, radius: usize) {
     let start = center.saturating_sub(radius).min(items.len());
     let end = center.saturating_add(radius + 1).clamp(start, items.len());
     slice(&items[start..end]);
@@ -30,7 +30,7 @@ pub(crate) fn around<T>(items: &[T], center: usize, radius: usize) {
 
 /// Requests the cache line holding `address`.
 #[inline]
-pub(crate) fn line<T>(address: *const T) {
+pub fn line<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
