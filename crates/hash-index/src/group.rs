@@ -39,6 +39,7 @@ use std::ptr;
 
 use concurrency::arena::Arena;
 use concurrency::large_array::LargeArray;
+use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::counter::{COUNTERS_BYTES, Counters};
@@ -173,6 +174,15 @@ impl<K: HashKey> Group<K> {
         })
     }
 
+    /// Requests the cache lines a placement at bucket `b` may touch after the home bucket's
+    /// (its neighbours' and its chain head's), so that their misses overlap the home's instead
+    /// of following it one by one.
+    #[inline]
+    fn prefetch_neighbourhood(&self, b: usize) {
+        prefetch::around(&self.buckets, b, REACH);
+        prefetch::line(self.chain(b));
+    }
+
     /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
     /// or a node of its chain. An uninitialised home bucket means none of these holds it: a
     /// key goes elsewhere only when its home bucket is taken, and buckets are never emptied.
@@ -216,8 +226,8 @@ impl<K: HashKey> Group<K> {
         value: u64,
         is_ptr: bool,
     ) {
-        let node = self.arena.alloc(Node::vacant());
-        record::push(self.chain(b), node, K::new_word(key), value, is_ptr);
+        let node = self.arena.alloc(Node::new(K::new_word(key), value, is_ptr));
+        record::push(self.chain(b), node);
         home.mark_chained(chain_filter_bit::<K>(key));
         self.counts.add_second(1);
     }
@@ -257,6 +267,7 @@ impl<K: HashKey> Group<K> {
     /// takes inserts, or report the `tmp_group` to continue in.
     pub(crate) fn upsert(&self, key: &K::Query, value: u64) -> Upsert<'_, K> {
         let b = self.placement.slot::<K>(key);
+        self.prefetch_neighbourhood(b);
         let home = &self.buckets[b];
         let mut locked = home.lock();
         // Read under the home bucket's lock: see the module comment.
@@ -346,6 +357,7 @@ impl<K: HashKey> Group<K> {
     /// does, so the check and the placement see all of the group's records for the key.
     pub(crate) fn place_pointer(&self, key: &K::Query, target: &Record) {
         let b = self.placement.slot::<K>(key);
+        self.prefetch_neighbourhood(b);
         let home = &self.buckets[b];
         let mut locked = home.lock();
         let address = record::address(target);
@@ -383,6 +395,25 @@ impl<K: HashKey> Group<K> {
             }
             Chain::new(&self.chains[h]).for_each(&mut f);
         }
+    }
+
+    /// Calls `f` on every initialised record: the buckets in order, then the chain nodes in
+    /// the order the arena holds them, so that a resize's migration streams through the old
+    /// group instead of missing the cache on each chain link.
+    ///
+    /// # Safety
+    ///
+    /// No record is placed in this group any more, and every placement happened before this
+    /// call: the group is frozen and barrier B1 has passed (see `resize`).
+    pub(crate) unsafe fn visit_settled<'a>(&'a self, mut f: impl FnMut(&'a Record)) {
+        for record in self.buckets.iter() {
+            if !record.meta().is_uninitialized() {
+                f(record);
+            }
+        }
+        // SAFETY: every chain node is allocated by a placement, all of which happened before
+        // this call and none runs during it (the caller's contract).
+        unsafe { self.arena.for_each_settled(|node| f(node.record())) };
     }
 
     /// The copy phase (Algorithm 10 line 16) over the chain heads in `heads`.

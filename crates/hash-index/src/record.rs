@@ -51,12 +51,23 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// A node in no chain, holding an uninitialised record.
-    pub(crate) fn vacant() -> Self {
+    /// A node in no chain yet, holding `key_word` live with `value` (or, with `is_ptr`, a
+    /// pointer to `value`'s record). Built whole before [`push`] publishes it, so filling it
+    /// takes plain stores, not a lock on a line that was just allocated.
+    pub(crate) fn new(key_word: u64, value: u64, is_ptr: bool) -> Self {
         Self {
-            record: Record::empty(),
+            record: Record {
+                lock: RecordLock::new(RecordMeta::new().with_ptr(is_ptr)),
+                key: AtomicU64::new(key_word),
+                value: AtomicU64::new(value),
+            },
             next: AtomicPtr::new(ptr::null_mut()),
         }
+    }
+
+    /// The node's record.
+    pub(crate) fn record(&self) -> &Record {
+        &self.record
     }
 }
 
@@ -303,13 +314,12 @@ impl<'a> Iterator for Chain<'a> {
     }
 }
 
-/// Fills `node` with a record, live with `value` or a pointer to `value`'s record, and pushes
-/// it onto the chain at `head`. `node` is a vacant node taken from the arena of `head`'s group
-/// (so that it lives as long as the chain) and given to no one else. The caller holds the lock
-/// of the key's home bucket, so no other record for the key can be pushed meanwhile; pushes for
-/// other buckets sharing the head race on the CAS only.
-pub(crate) fn push(head: &AtomicPtr<Node>, node: &Node, key_word: u64, value: u64, is_ptr: bool) {
-    node.record.lock().fill(key_word, value, is_ptr);
+/// Pushes `node` onto the chain at `head`. `node` was built by [`Node::new`] in the arena of
+/// `head`'s group (so that it lives as long as the chain) and given to no one else; the
+/// `Release` CAS publishes its record. The caller holds the lock of the key's home bucket, so no
+/// other record for the key can be pushed meanwhile; pushes for other buckets sharing the head
+/// race on the CAS only.
+pub(crate) fn push(head: &AtomicPtr<Node>, node: &Node) {
     let published = ptr::from_ref(node).cast_mut();
     let mut current = head.load(Ordering::Relaxed);
     loop {

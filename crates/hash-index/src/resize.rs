@@ -12,9 +12,11 @@
 //!    the key's home-bucket lock (see `group`).
 //! 3. *B1*: every operation that might still insert into the old group (it read `tmp_group`
 //!    NULL) has finished, so the old group's set of records is final.
-//! 4. *Migrate* (lines 10–11): for each live record of the old group, add a pointer record to
-//!    the new group under the new group's bucket locks, unless the new group already holds the
-//!    key (a worker inserted it after the old record was removed: digest bug-risk "must not
+//! 4. *Migrate* (lines 10–11): for each live record of the old group, read in memory order
+//!    (the buckets, then the chain nodes as their arena holds them: the record set is final
+//!    after B1, so no chain link need be followed), add a pointer record to the new group
+//!    under the new group's bucket locks, unless the new group already holds the key (a
+//!    worker inserted it after the old record was removed: digest bug-risk "must not
 //!    overwrite a live key"); removed records are skipped (never revived).
 //! 5. *Swap* (line 13): the root slot now holds the new group.
 //! 6. *B2*: no operation still works in the old group, so every write to a migrated record
@@ -40,7 +42,7 @@ use crate::group::Group;
 use crate::index::{Restructurer, buckets_for};
 use crate::key::HashKey;
 use crate::model::{PlacementKind, Sample, Trained};
-use crate::record::Seen;
+use crate::record::{Record, Seen};
 
 /// The least factor by which a resize that grows a group multiplies its bucket count.
 pub(crate) const GROWTH: usize = 4;
@@ -119,14 +121,17 @@ impl<K: HashKey> Restructurer<'_, K> {
         self.synchronize(); // B1
         hook(Phase::AfterB1);
         for (old, new) in old.iter().zip(&new) {
-            old.visit(0..old.chain_count(), |record| {
+            let migrate = |record: &Record| {
                 if let Seen::Live(_) = record.read() {
                     // SAFETY: the record is initialised, so its key word is live while the
                     // group is, and only this restructurer frees it.
                     let key = unsafe { K::word_key(record.key_word()) };
                     new.place_pointer(key.borrow(), record);
                 }
-            });
+            };
+            // SAFETY: the old group is frozen and B1 has passed: every placement into it
+            // happened before, and none comes after.
+            unsafe { old.visit_settled(migrate) };
         }
         hook(Phase::Migrated);
         for job in &jobs {
