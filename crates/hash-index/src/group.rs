@@ -54,6 +54,10 @@ use crate::record::{
 /// them costs little next to following a chain node.
 pub(crate) const REACH: usize = 2;
 
+/// How many buckets ahead of the one it copies the copy phase requests a pointer record's
+/// target: enough to cover a memory latency with the work of the buckets in between.
+const COPY_LOOKAHEAD: usize = 16;
+
 /// Buckets of a group per slot of its chain arena's chunks: with chunks of `buckets / 32`
 /// nodes, an arena leaves at most one byte per bucket unused (a node is 32 bytes), and a group
 /// of a thousand buckets or more allocates once per 32 conflicts or more.
@@ -416,13 +420,25 @@ impl<K: HashKey> Group<K> {
         unsafe { self.arena.for_each_settled(|node| f(node.record())) };
     }
 
-    /// The copy phase (Algorithm 10 line 16) over the chain heads in `heads`.
+    /// The copy phase (Algorithm 10 line 16) over the chain heads in `heads`. The buckets are
+    /// read in order, and the target of the pointer record [`COPY_LOOKAHEAD`] buckets ahead is
+    /// requested meanwhile: the targets that were chain nodes of the old group lie anywhere.
     pub(crate) fn replace_pointers(&self, heads: Range<usize>) {
-        self.visit(heads, |record| {
+        let replace = |record: &Record| {
             if record.meta().is_ptr() && record.lock().replace_pointer() {
                 self.counts.add_first(-1);
             }
-        });
+        };
+        let end = (heads.end * CHAIN_SPAN).min(self.buckets.len());
+        for b in heads.start * CHAIN_SPAN..end {
+            if let Some(ahead) = self.buckets.get(b + COPY_LOOKAHEAD) {
+                ahead.prefetch_target();
+            }
+            replace(&self.buckets[b]);
+        }
+        for head in &self.chains[heads] {
+            Chain::new(head).for_each(replace);
+        }
     }
 
     /// The live keys and values of this group, the `tmp_group` left out; pointer records are

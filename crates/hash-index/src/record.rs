@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::{RecordGuard, RecordLock, RecordMeta};
+use concurrency::{RecordGuard, RecordLock, RecordMeta, prefetch};
 
 use crate::key::HashKey;
 
@@ -137,6 +137,15 @@ impl Record {
             if self.lock.validate(meta) {
                 return seen;
             }
+        }
+    }
+
+    /// Requests the cache line of this record's target if it looks like a pointer record. A
+    /// hint only: the words are read without validation and the address is never followed.
+    #[inline]
+    pub(crate) fn prefetch_target(&self) {
+        if self.meta().is_ptr() {
+            prefetch::line(self.value.load(Ordering::Relaxed) as usize as *const Record);
         }
     }
 
