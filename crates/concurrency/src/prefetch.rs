@@ -5,7 +5,7 @@
 //! latency each. A hint only: it never changes a result.
 
 /// The most cache lines one window prefetch requests.
-const MAX_LINES: usize = 8;
+pub const MAX_LINES: usize = 8;
 /// The size of a cache line.
 pub const LINE: usize = 64;
 
