@@ -6,9 +6,12 @@
 //! good part of the line's own DRAM miss. An array of at least [`HUGE_PAGE`] bytes is therefore
 //! aligned to a huge page and advised with `madvise(MADV_HUGEPAGE)` before its first touch, so
 //! that a kernel whose transparent huge pages are in `madvise` mode (the common default) backs
-//! its whole 2 MiB extents with huge pages. The advice is only advice: where it is refused, or
-//! off Linux, or under loom, the array is an ordinary allocation. Alignment costs no memory: the
-//! allocator's padding before an aligned block is address space, never touched.
+//! its whole 2 MiB extents with huge pages. A smaller array comes from
+//! [`huge_heap`](crate::huge_heap), a heap of huge-page regions (session 11: XIndex-R's group
+//! arrays there made single-threaded gets 12–15% faster). The advice is only advice: where it
+//! is refused, or off Linux, or under loom, the array is an ordinary allocation. Alignment
+//! costs no memory: the allocator's padding before an aligned block is address space, never
+//! touched.
 //!
 //! Measured on the `hash` experiment's gets (10M linear keys, 2 threads, alternated runs):
 //! glibc's `hugetlb=1` tunable, which advises every `malloc` arena, sped up xindex-h and the
@@ -34,7 +37,18 @@ pub const HUGE_PAGE: usize = 2 << 20;
 pub struct LargeArray<T> {
     ptr: NonNull<T>,
     len: usize,
+    source: Source,
     _owns: PhantomData<T>,
+}
+
+/// Where an array's memory came from, and so where it goes back.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The global allocator (or no memory at all, for an empty array).
+    Global,
+    /// The process's [`HugeHeap`](crate::huge_heap::HugeHeap).
+    #[cfg(all(target_os = "linux", not(loom)))]
+    HugeHeap,
 }
 
 // SAFETY: the array owns its values like a `Box<[T]>`: sending it sends them, and sharing it
@@ -50,8 +64,10 @@ impl<T> LargeArray<T> {
     /// panics, the values made so far are dropped and the memory freed.
     pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
         let layout = layout_of::<T>(len);
-        let ptr = if layout.size() == 0 {
-            NonNull::dangling()
+        let (ptr, source) = if layout.size() == 0 {
+            (NonNull::dangling(), Source::Global)
+        } else if let Some((ptr, source)) = from_huge_heap(layout) {
+            (ptr.cast::<T>(), source)
         } else {
             // SAFETY: the layout's size is not zero.
             let raw = unsafe { alloc(layout) };
@@ -59,12 +75,13 @@ impl<T> LargeArray<T> {
                 handle_alloc_error(layout)
             };
             advise_huge_pages(raw, layout);
-            ptr
+            (ptr, Source::Global)
         };
         let mut filling = Filling {
             ptr,
             filled: 0,
             layout,
+            source,
         };
         while filling.filled < len {
             let value = f(filling.filled);
@@ -77,8 +94,29 @@ impl<T> LargeArray<T> {
         Self {
             ptr,
             len,
+            source,
             _owns: PhantomData,
         }
+    }
+
+    /// The values, moved into a `Vec` (one copy), the array's memory freed.
+    pub fn into_vec(self) -> Vec<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let mut values = Vec::with_capacity(this.len);
+        // SAFETY: the array holds `len` initialised values, each read once here; the memory
+        // is freed below without dropping them (the `Filling` has `filled: 0`), and `this` is
+        // never dropped.
+        unsafe {
+            ptr::copy_nonoverlapping(this.ptr.as_ptr(), values.as_mut_ptr(), this.len);
+            values.set_len(this.len);
+        }
+        drop(Filling {
+            ptr: this.ptr,
+            filled: 0,
+            layout: layout_of::<T>(this.len),
+            source: this.source,
+        });
+        values
     }
 }
 
@@ -100,6 +138,7 @@ impl<T> Drop for LargeArray<T> {
             ptr: self.ptr,
             filled: self.len,
             layout: layout_of::<T>(self.len),
+            source: self.source,
         });
     }
 }
@@ -110,6 +149,7 @@ struct Filling<T> {
     ptr: NonNull<T>,
     filled: usize,
     layout: Layout,
+    source: Source,
 }
 
 impl<T> Drop for Filling<T> {
@@ -121,9 +161,18 @@ impl<T> Drop for Filling<T> {
                 self.filled,
             ))
         };
-        if self.layout.size() != 0 {
+        if self.layout.size() == 0 {
+            return;
+        }
+        match self.source {
             // SAFETY: `ptr` came from `alloc` with this layout and is freed once, here.
-            unsafe { dealloc(self.ptr.as_ptr().cast(), self.layout) };
+            Source::Global => unsafe { dealloc(self.ptr.as_ptr().cast(), self.layout) },
+            #[cfg(all(target_os = "linux", not(loom)))]
+            // SAFETY: `ptr` came from the process's heap with this layout and is freed once,
+            // here.
+            Source::HugeHeap => unsafe {
+                crate::huge_heap::HugeHeap::global().dealloc(self.ptr.cast(), self.layout)
+            },
         }
     }
 }
@@ -138,6 +187,24 @@ fn layout_of<T>(len: usize) -> Layout {
     } else {
         layout
     }
+}
+
+/// Memory for an array smaller than a huge page from the process's heap of huge-page regions
+/// ([`HugeHeap`](crate::huge_heap::HugeHeap)); `None` for a larger array (it gets pages of its
+/// own) or where the heap cannot serve it.
+#[cfg(all(target_os = "linux", not(loom)))]
+fn from_huge_heap(layout: Layout) -> Option<(NonNull<u8>, Source)> {
+    if layout.size() >= HUGE_PAGE {
+        return None;
+    }
+    let ptr = crate::huge_heap::HugeHeap::global().alloc(layout)?;
+    Some((ptr, Source::HugeHeap))
+}
+
+/// Off Linux and under loom every array comes from the global allocator.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+fn from_huge_heap(_layout: Layout) -> Option<(NonNull<u8>, Source)> {
+    None
 }
 
 /// Advises the huge pages of a fresh, untouched allocation at `raw` of `layout`.
@@ -176,6 +243,24 @@ mod tests {
         assert_eq!(array.as_ptr() as usize % HUGE_PAGE, 0);
         let small = LargeArray::from_fn(16, |i| i as u64);
         assert_eq!(small.as_ptr() as usize % std::mem::align_of::<u64>(), 0);
+    }
+
+    #[test]
+    fn into_vec_moves_every_value_out_once() {
+        let drops = AtomicUsize::new(0);
+        for len in [0, 3, 5000] {
+            let values = LargeArray::from_fn(len, |_| Counted(&drops)).into_vec();
+            assert_eq!(values.len(), len);
+            assert_eq!(
+                drops.load(Ordering::Relaxed),
+                0,
+                "moved values were dropped"
+            );
+            drop(values);
+            assert_eq!(drops.swap(0, Ordering::Relaxed), len);
+        }
+        let squares = LargeArray::from_fn(1000, |i| i * i).into_vec();
+        assert!(squares.iter().enumerate().all(|(i, &v)| v == i * i));
     }
 
     #[test]

@@ -96,8 +96,8 @@ impl Restructure {
 /// `buf` (frozen and insert-free since barrier B1), in key order, with `spare` spare slots.
 /// Removed records and entries are left out: neither is ever revived.
 pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Records<K> {
-    // Room for the spare slots too, so that the records take these arrays over.
-    let capacity = group.keys().len() + group.buf().len() + spare;
+    // The live records are at most these; `Records::new` moves them into its own arrays.
+    let capacity = group.keys().len() + group.buf().len();
     let mut keys = Vec::with_capacity(capacity);
     let mut cells = Vec::with_capacity(capacity);
     let mut push = |key: K::Stored, cell: &RecordCell| {
