@@ -37,8 +37,8 @@ pub struct HugeHeap {
     free: Mutex<Extents>,
 }
 
-/// The free extents, coalesced: no two are adjacent.
-#[derive(Default)]
+/// The free extents, coalesced: no two are adjacent (extents of two regions that the system
+/// happened to map side by side merge too; both stay mapped for good).
 struct Extents {
     /// Start address → length.
     by_start: BTreeMap<usize, usize>,

@@ -36,7 +36,7 @@ use crate::xindex::key::IndexKey;
 ///
 /// The three arrays are [`LargeArray`]s: a group's arrays are far smaller than a huge page, and
 /// `LargeArray` takes them from a heap of huge-page regions, so that the probes of a lookup do
-/// not also miss the TLB (single-threaded gets 7–15% faster, README design notes).
+/// not also miss the TLB (single-threaded gets 12–15% faster, README design notes).
 pub(crate) struct Records<K: IndexKey> {
     /// `len` initialised keys, then spare slots.
     keys: LargeArray<UnsafeCell<MaybeUninit<K::Stored>>>,
