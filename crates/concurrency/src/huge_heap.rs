@@ -44,8 +44,8 @@ struct Extents {
     by_start: BTreeMap<usize, usize>,
     /// (length, start), for best fit.
     by_len: BTreeSet<(usize, usize)>,
-    /// Bytes mapped from the system in all.
-    mapped: usize,
+    /// The regions mapped from the system, `(start, length)`.
+    regions: Vec<(usize, usize)>,
 }
 
 impl Extents {
@@ -96,7 +96,7 @@ impl HugeHeap {
             free: Mutex::new(Extents {
                 by_start: BTreeMap::new(),
                 by_len: BTreeSet::new(),
-                mapped: 0,
+                regions: Vec::new(),
             }),
         }
     }
@@ -120,7 +120,7 @@ impl HugeHeap {
             None => {
                 let len = size.max(REGION).checked_next_multiple_of(HUGE_PAGE)?;
                 let region = map_region(len)?;
-                free.mapped += len;
+                free.regions.push((region, len));
                 free.give(region, len);
                 free.take(size)?
             }
@@ -141,7 +141,18 @@ impl HugeHeap {
 
     /// Bytes mapped from the system so far (the heap's footprint; it never shrinks).
     pub fn mapped(&self) -> usize {
-        self.free.lock().mapped
+        self.free.lock().regions.iter().map(|&(_, len)| len).sum()
+    }
+
+    /// Whether `ptr` lies in one of the heap's regions (so an allocation that holds it came
+    /// from this heap).
+    pub fn contains(&self, ptr: *const u8) -> bool {
+        let address = ptr as usize;
+        self.free
+            .lock()
+            .regions
+            .iter()
+            .any(|&(start, len)| (start..start + len).contains(&address))
     }
 }
 
@@ -222,6 +233,10 @@ mod tests {
         let big = Layout::from_size_align(REGION + 1, 8).expect("a valid layout");
         let big_ptr = heap.alloc(big).expect("memory");
         assert_eq!(heap.mapped(), 2 * REGION + HUGE_PAGE);
+        assert!(heap.contains(big_ptr.as_ptr().wrapping_add(REGION)));
+        assert!(blocks.iter().all(|&(ptr, _)| heap.contains(ptr.as_ptr())));
+        let elsewhere = Box::new(0u8);
+        assert!(!heap.contains(&raw const *elsewhere));
         // SAFETY: the block is this test's, `REGION + 1` bytes long; its ends are written.
         unsafe {
             big_ptr.as_ptr().write(1);
@@ -296,7 +311,10 @@ mod tests {
                 unsafe { heap.dealloc(NonNull::new(start as *mut u8).expect("non-null"), layout) };
             }
             let free = heap.free.lock();
-            prop_assert_eq!(free.by_start.values().sum::<usize>(), free.mapped);
+            prop_assert_eq!(
+                free.by_start.values().sum::<usize>(),
+                free.regions.iter().map(|&(_, len)| len).sum::<usize>()
+            );
             prop_assert_eq!(free.by_start.len(), free.by_len.len());
         }
     }

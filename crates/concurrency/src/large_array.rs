@@ -143,6 +143,43 @@ impl<T> Drop for LargeArray<T> {
     }
 }
 
+/// Moves `value` into memory placed as a one-value [`LargeArray`]'s is (on the huge heap where
+/// it serves, on Linux) and returns it as a raw pointer, for structures that publish their
+/// nodes through atomic pointers and read them at random (XIndex-R's group nodes). Release it
+/// with [`drop_raw`].
+///
+/// ```
+/// use concurrency::large_array::{drop_raw, into_raw};
+///
+/// let node = into_raw(String::from("group"));
+/// // SAFETY: `node` came from `into_raw` and is released once, here.
+/// unsafe {
+///     assert_eq!(*node, "group");
+///     drop_raw(node);
+/// }
+/// ```
+pub fn into_raw<T>(value: T) -> *mut T {
+    let mut value = Some(value);
+    let array = LargeArray::from_fn(1, |_| value.take().expect("one value for one slot"));
+    std::mem::ManuallyDrop::new(array).ptr.as_ptr()
+}
+
+/// Drops the value at `ptr` and frees its memory.
+///
+/// # Safety
+///
+/// `ptr` came from [`into_raw`] with this `T` and is released once; nothing reads or writes it
+/// afterwards.
+pub unsafe fn drop_raw<T>(ptr: *mut T) {
+    let ptr = NonNull::new(ptr).expect("`into_raw` never returns null");
+    drop(LargeArray {
+        ptr,
+        len: 1,
+        source: source_of(ptr.cast()),
+        _owns: PhantomData,
+    });
+}
+
 /// The allocation of an array whose first `filled` values are initialised: dropping it drops
 /// them and frees the memory (an array under construction whose `f` panicked, or a whole one).
 struct Filling<T> {
@@ -205,6 +242,22 @@ fn from_huge_heap(layout: Layout) -> Option<(NonNull<u8>, Source)> {
 #[cfg(not(all(target_os = "linux", not(loom))))]
 fn from_huge_heap(_layout: Layout) -> Option<(NonNull<u8>, Source)> {
     None
+}
+
+/// Where the allocation holding `ptr` came from (a zero-sized one: nowhere, freed as global).
+#[cfg(all(target_os = "linux", not(loom)))]
+fn source_of(ptr: NonNull<u8>) -> Source {
+    if crate::huge_heap::HugeHeap::global().contains(ptr.as_ptr()) {
+        Source::HugeHeap
+    } else {
+        Source::Global
+    }
+}
+
+/// Off Linux and under loom every allocation comes from the global allocator.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+fn source_of(_ptr: NonNull<u8>) -> Source {
+    Source::Global
 }
 
 /// Advises the huge pages of a fresh, untouched allocation at `raw` of `layout`.
@@ -283,6 +336,23 @@ mod tests {
         let drops = AtomicUsize::new(0);
         drop(LargeArray::from_fn(100, |_| Counted(&drops)));
         assert_eq!(drops.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn raw_values_are_dropped_once_and_small_ones_live_on_the_huge_heap() {
+        let drops = AtomicUsize::new(0);
+        let node = into_raw((Counted(&drops), [7u64; 40]));
+        #[cfg(target_os = "linux")]
+        assert!(crate::huge_heap::HugeHeap::global().contains(node.cast::<u8>()));
+        // SAFETY: `node` came from `into_raw`; it is read, then released once.
+        unsafe {
+            assert_eq!((*node).1, [7; 40]);
+            drop_raw(node);
+        }
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        let unit = into_raw(());
+        // SAFETY: as above.
+        unsafe { drop_raw(unit) };
     }
 
     #[test]

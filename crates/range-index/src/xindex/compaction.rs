@@ -72,7 +72,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 let records = pointer_records(old, config.spare_for(len));
                 let models = train(records.keys(), old.models().len());
                 let new = Group::new(old.pivot().clone(), records, models, tmp, old.next_ptr());
-                Box::into_raw(Box::new(new))
+                new.into_node()
             };
             link.store(new_ptr, Ordering::Release);
         }

@@ -102,7 +102,7 @@ impl<K: IndexKey> XIndex<K> {
             Arc::new(DeltaIndex::new()),
             ptr::null_mut(),
         );
-        Self::start(vec![Box::new(group)], 0, config)
+        Self::start(vec![group], 0, config)
     }
 
     /// An index over `pairs`, which must be sorted by strictly increasing key.
@@ -143,23 +143,23 @@ impl<K: IndexKey> XIndex<K> {
                     K::from_stored(&group_keys[0])
                 };
                 let spare = config.spare_for(group_keys.len());
-                Box::new(Group::new(
+                Group::new(
                     pivot,
                     Records::new(group_keys, cells, spare),
                     models,
                     Arc::new(DeltaIndex::new()),
                     ptr::null_mut(),
-                ))
+                )
             })
             .collect();
         Self::start(groups, pairs.len(), config)
     }
 
-    fn start(groups: Vec<Box<Group<K>>>, len: usize, config: Config) -> Result<Self, Error> {
+    fn start(groups: Vec<Group<K>>, len: usize, config: Config) -> Result<Self, Error> {
         for group in &groups {
             group.enable_appends();
         }
-        let groups = groups.into_iter().map(Box::into_raw).collect();
+        let groups = groups.into_iter().map(Group::into_node).collect();
         let root = Root::new(groups, None, &config);
         let inner = Arc::new(Inner {
             root: AtomicPtr::new(Box::into_raw(Box::new(root))),
@@ -542,9 +542,9 @@ impl<K: IndexKey> Drop for Inner<K> {
             }
         }
         for group in groups {
-            // SAFETY: `group` came from `Box::into_raw`, is reachable (so not freed by a
+            // SAFETY: `group` came from `Group::into_node`, is reachable (so not freed by a
             // restructurer) and appears once in the list.
-            drop(unsafe { Box::from_raw(group) });
+            unsafe { Group::free(group) };
         }
     }
 }

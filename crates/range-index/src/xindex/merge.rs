@@ -81,7 +81,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             tmp,
             second.next_ptr(),
         );
-        link.store(Box::into_raw(Box::new(merged)), Ordering::Release);
+        link.store(merged.into_node(), Ordering::Release);
         if let Successor::Slot(slot) = successor {
             slot.store(ptr::null_mut(), Ordering::Release);
         }

@@ -164,7 +164,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
     ///
     /// # Safety
     ///
-    /// Each pointer came from `Box::into_raw`, appears once, is reachable from no link of
+    /// Each pointer came from [`Group::into_node`], appears once, is reachable from no link of
     /// the index any more, and a grace period ([`synchronize`](Self::synchronize)) has passed
     /// since it was unlinked and since the copy phase replaced the last pointer record into
     /// it; the restructurer holds no reference to it any more.
@@ -172,7 +172,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         for group in groups {
             // SAFETY: by the function's contract, no operation can reach `group` any more and
             // this is its only release.
-            drop(unsafe { Box::from_raw(group) });
+            unsafe { Group::free(group) };
         }
     }
 }

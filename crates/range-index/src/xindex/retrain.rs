@@ -33,7 +33,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 .expect("retraining is asked for a non-NULL link");
             old.with_models(models)
         };
-        link.store(Box::into_raw(Box::new(new)), Ordering::Release);
+        link.store(new.into_node(), Ordering::Release);
         hook(Phase::Swapped);
         self.synchronize();
         hook(Phase::AfterB3);

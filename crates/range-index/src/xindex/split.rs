@@ -49,8 +49,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
         let half_models = old.models().len().div_ceil(2);
 
         // Step 1: the logical split.
-        let right_view = Box::into_raw(Box::new(old.frozen_view(pivot.clone(), old.next_ptr())));
-        let left_view = Box::into_raw(Box::new(old.frozen_view(old.pivot().clone(), right_view)));
+        let right_view = old.frozen_view(pivot.clone(), old.next_ptr()).into_node();
+        let left_view = old.frozen_view(old.pivot().clone(), right_view).into_node();
         link.store(left_view, Ordering::Release);
         hook(Phase::Frozen);
         self.synchronize(); // B1
@@ -74,13 +74,14 @@ impl<K: IndexKey> Restructurer<'_, K> {
         let spare = self.inner().config().spare_for(at);
         let right_records = left_records.split_off(at, spare);
         let right_models = train(right_records.keys(), half_models);
-        let right = Box::into_raw(Box::new(Group::new(
+        let right = Group::new(
             pivot,
             right_records,
             right_models,
             right_tmp,
             old.next_ptr(),
-        )));
+        )
+        .into_node();
         let left_models = train(left_records.keys(), half_models);
         let left = Group::new(
             old.pivot().clone(),
@@ -89,7 +90,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             left_tmp,
             right,
         );
-        link.store(Box::into_raw(Box::new(left)), Ordering::Release);
+        link.store(left.into_node(), Ordering::Release);
         hook(Phase::Swapped);
         self.synchronize(); // B2
         hook(Phase::AfterB2);
