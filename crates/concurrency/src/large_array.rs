@@ -20,7 +20,7 @@
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::marker::PhantomData;
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
 
 /// The huge-page size advised for (x86-64 and AArch64 with 4 KiB base pages).
@@ -128,6 +128,14 @@ impl<T> Deref for LargeArray<T> {
         // SAFETY: `ptr` holds `len` initialised values (or is dangling and aligned with no
         // bytes to read), alive until `self` drops.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for LargeArray<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as for `deref`; `&mut self` makes this the only access to the values.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 

@@ -39,18 +39,12 @@ impl LinearModel {
         check_sorted(keys)?;
         let pivot = keys[0];
         let n = keys.len() as f64;
-        let mean_x = keys
-            .iter()
-            .map(|&k| offset_from_pivot(k, pivot))
-            .sum::<f64>()
-            / n;
-        let mean_y = (n - 1.0) / 2.0;
-        let (mut sxx, mut sxy) = (0.0, 0.0);
-        for (i, &k) in keys.iter().enumerate() {
-            let dx = offset_from_pivot(k, pivot) - mean_x;
-            sxx += dx * dx;
-            sxy += dx * (i as f64 - mean_y);
-        }
+        let [sum_x] = lane_sums(keys, |_, k| [offset_above(k, pivot)]);
+        let (mean_x, mean_y) = (sum_x / n, (n - 1.0) / 2.0);
+        let [sxx, sxy] = lane_sums(keys, |i, k| {
+            let dx = offset_above(k, pivot) - mean_x;
+            [dx * dx, dx * (i as f64 - mean_y)]
+        });
         // Distinct keys whose offsets round to the same f64 leave no spread: a flat model
         // is then the best line.
         let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
@@ -71,25 +65,31 @@ impl LinearModel {
         Ok(Self::from_line(keys, pivot, slope, 0.0))
     }
 
-    /// The model of a given line over `keys` (which must be non-empty and sorted), with its
-    /// exact error bounds measured on them.
+    /// The model of a given line over `keys` (which must be non-empty and sorted, none below
+    /// `pivot`), with its exact error bounds measured on them.
     pub(crate) fn from_line(keys: &[u64], pivot: u64, slope: f64, intercept: f64) -> Self {
-        let mut model = Self {
+        let len = keys.len();
+        // The prediction below is `predict_key`'s, term for term (`offset_above` equals
+        // `offset_from_pivot` for keys at or above the pivot), so the bounds are exact for it.
+        let (mut min, mut max, mut total) = (i64::MAX, i64::MIN, 0u64);
+        for (i, &k) in keys.iter().enumerate() {
+            let predicted = clamp_prediction(slope * offset_above(k, pivot) + intercept, len);
+            let error = i as i64 - predicted as i64;
+            min = min.min(error);
+            max = max.max(error);
+            total += error.unsigned_abs();
+        }
+        let mut bounds = ErrorBounds::default();
+        bounds.include(min);
+        bounds.include(max);
+        Self {
             pivot,
             slope,
             intercept,
-            len: keys.len(),
-            bounds: ErrorBounds::default(),
-            mean_abs_error: 0.0,
-        };
-        let mut total = 0u64;
-        for (i, &k) in keys.iter().enumerate() {
-            let error = i as i64 - model.predict_key(k) as i64;
-            model.bounds.include(error);
-            total += error.unsigned_abs();
+            len,
+            bounds,
+            mean_abs_error: total as f64 / len as f64,
         }
-        model.mean_abs_error = total as f64 / keys.len() as f64;
-        model
     }
 
     /// The smallest trained key: model input is the offset from it.
@@ -117,6 +117,39 @@ impl LinearModel {
     fn predict_key(&self, key: u64) -> usize {
         clamp_prediction(self.raw(key), self.len)
     }
+}
+
+/// `key - pivot` as a float, for a key at or above the pivot (what [`offset_from_pivot`]
+/// gives there, without its branches for keys below).
+#[inline]
+fn offset_above(key: u64, pivot: u64) -> f64 {
+    debug_assert!(key >= pivot, "trained keys are at or above the pivot");
+    (key - pivot) as f64
+}
+
+/// `Σ terms(i, keys[i])`, each of the `N` terms summed in four interleaved lanes: one running
+/// sum is a chain of dependent additions, four let them overlap (training is the bulk of a
+/// compaction's work besides copying, XIndex §3.2.1).
+#[inline]
+fn lane_sums<const N: usize>(keys: &[u64], terms: impl Fn(usize, u64) -> [f64; N]) -> [f64; N] {
+    const LANES: usize = 4;
+    let mut lanes = [[0.0; N]; LANES];
+    let mut add = |lane: usize, i: usize, key: u64| {
+        for (sum, term) in lanes[lane].iter_mut().zip(terms(i, key)) {
+            *sum += term;
+        }
+    };
+    let chunks = keys.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for (c, chunk) in chunks.enumerate() {
+        for (lane, &key) in chunk.iter().enumerate() {
+            add(lane, c * LANES + lane, key);
+        }
+    }
+    for (lane, &key) in rest.iter().enumerate() {
+        add(lane, keys.len() - rest.len() + lane, key);
+    }
+    std::array::from_fn(|t| (lanes[0][t] + lanes[1][t]) + (lanes[2][t] + lanes[3][t]))
 }
 
 impl KeyModel<u64> for LinearModel {

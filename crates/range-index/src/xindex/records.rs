@@ -148,6 +148,29 @@ impl<K: IndexKey> Records<K> {
         }
     }
 
+    /// Empty records with `capacity` slots, filled in order by [`push`](Self::push) (a merge
+    /// writes its array in place, without a copy).
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self::new(Vec::new(), Vec::new(), capacity)
+    }
+
+    /// Fills the next slot of records that no one else can see yet with `key`, above every key
+    /// so far, and its `cell`. Panics if no slot is left.
+    pub(crate) fn push(&mut self, key: K::Stored, cell: RecordCell) {
+        let len = self.len.load(Ordering::Relaxed);
+        assert!(len < self.capacity(), "a pushed record needs a spare slot");
+        debug_assert!(
+            self.keys()
+                .last()
+                .is_none_or(|last| K::query(last) < K::query(&key)),
+            "pushed keys are strictly increasing"
+        );
+        *self.hints[len].get_mut() = K::hint(K::query(&key));
+        self.keys[len].get_mut().write(key);
+        self.cells[len] = cell;
+        self.len.store(len + 1, Ordering::Relaxed);
+    }
+
     /// The keys, strictly increasing.
     #[inline]
     pub(crate) fn keys(&self) -> &[K::Stored] {
@@ -270,6 +293,29 @@ mod tests {
         assert_eq!(records.cells()[3].read().1, 90);
         let (keys, cells) = records.into_parts();
         assert_eq!((keys.len(), cells.len()), (4, 4));
+    }
+
+    #[test]
+    fn pushed_records_fill_slots_in_order_and_leave_the_rest_spare() {
+        let mut records = Records::<u64>::with_capacity(4);
+        records.push(3, RecordCell::new(RecordMeta::new(), 30));
+        records.push(8, RecordCell::new(RecordMeta::new().with_ptr(true), 80));
+        assert_eq!(records.keys(), &[3, 8]);
+        assert_eq!(records.capacity(), 4);
+        let (meta, value) = records.cells()[1].read();
+        assert!(meta.is_ptr() && value == 80);
+        let lock = records.lock_appends();
+        assert_eq!(records.append(&lock, 9, 90), Ok(()));
+        assert_eq!(records.append(&lock, 10, 100), Ok(()));
+        assert_eq!(records.append(&lock, 11, 0), Err(AppendRefused::Full));
+    }
+
+    #[test]
+    #[should_panic(expected = "a pushed record needs a spare slot")]
+    fn pushing_beyond_the_capacity_panics() {
+        let mut records = Records::<u64>::with_capacity(1);
+        records.push(1, RecordCell::new(RecordMeta::new(), 0));
+        records.push(2, RecordCell::new(RecordMeta::new(), 0));
     }
 
     #[test]

@@ -96,18 +96,15 @@ impl Restructure {
 /// `buf` (frozen and insert-free since barrier B1), in key order, with `spare` spare slots.
 /// Removed records and entries are left out: neither is ever revived.
 pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Records<K> {
-    // The live records are at most these; `Records::new` moves them into its own arrays.
-    let capacity = group.keys().len() + group.buf().len();
-    let mut keys = Vec::with_capacity(capacity);
-    let mut cells = Vec::with_capacity(capacity);
+    // The live records are at most these; slots that removed records leave unused stay spare.
+    let mut records = Records::with_capacity(group.keys().len() + group.buf().len() + spare);
     let mut push = |key: K::Stored, cell: &RecordCell| {
         debug_assert!(
             !cell.read().0.is_ptr(),
             "the previous copy phase left no pointer (pointer depth is 1)"
         );
         if record::read(cell).is_some() {
-            keys.push(key);
-            cells.push(record::pointer_to(cell));
+            records.push(key, record::pointer_to(cell));
         }
     };
     let mut array = group.keys().iter().zip(group.cells()).peekable();
@@ -142,7 +139,7 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
             }
         }
     }
-    Records::new(keys, cells, spare)
+    records
 }
 
 impl<K: IndexKey> Restructurer<'_, K> {
