@@ -19,6 +19,7 @@
 
 use std::alloc::{self, Layout};
 
+use concurrency::prefetch;
 use crossbeam_epoch::Guard;
 
 /// Set in a word that holds its value inline.
@@ -29,6 +30,9 @@ const LEN_SHIFT: u32 = 56;
 pub(crate) const INLINE_MAX: usize = 7;
 /// The block header: the value's length.
 const HEADER: usize = size_of::<u64>();
+/// How many cache lines of a block a read requests before it reads the length: 256 bytes,
+/// the block of a value of up to 248 bytes.
+const PREFETCH_LINES: usize = 4;
 
 /// The word for `value`, allocating a block when it does not fit inline. The caller owns the
 /// word until an index takes it.
@@ -77,6 +81,12 @@ pub(crate) unsafe fn with<R>(word: u64, f: impl FnOnce(&[u8]) -> R) -> R {
     if word & INLINE != 0 {
         let len = ((word >> LEN_SHIFT) & 0x7) as usize;
         return f(&word.to_le_bytes()[..len]);
+    }
+    // The header (the length) and the bytes are one block: request its first lines together,
+    // so that reading the bytes after the length is not a second memory miss.
+    let block = word as usize as *const u8;
+    for line in 0..PREFETCH_LINES {
+        prefetch::line(block.wrapping_add(line * prefetch::LINE));
     }
     // SAFETY: the block is live (the caller's guarantee); the bytes follow the header.
     let bytes = unsafe {
