@@ -18,6 +18,7 @@ use concurrency::{Share, Workers};
 use crate::xindex::error::Error;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
+use crate::xindex::policy::CompactionTrigger;
 
 /// Starts `inner`'s configured number of background threads, named `xindex-bg-N`; dropping
 /// the result stops and joins them.
@@ -26,11 +27,11 @@ pub(crate) fn start<K: IndexKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error
     let (count, period) = (config.background_threads, config.period);
     let inner = Arc::clone(inner);
     let workers = Workers::start("xindex-bg", count, period, move |share: Share| {
-        let threshold = inner.config().compaction_threshold;
+        let trigger = CompactionTrigger::of(inner.config());
         if share.part() == 0 {
-            inner.maintenance_pass(threshold, share);
+            inner.maintenance_pass(trigger, share);
         } else {
-            inner.compaction_pass(threshold, share);
+            inner.compaction_pass(trigger, share);
         }
     })?;
     Ok(workers)

@@ -37,8 +37,14 @@ pub struct Config {
     /// shares of the groups at the same time; the first also runs the other changes.
     pub background_threads: usize,
     /// A group is compacted when its delta index holds more than this many keys (8, the
-    /// reference code's `buffer_compact_threshold`); 0 compacts any non-empty delta.
+    /// reference code's `buffer_compact_threshold`) and more than its share set by
+    /// `compaction_ratio`; 0 and 0 compact any non-empty delta.
     pub compaction_threshold: usize,
+    /// A group is compacted only once its delta index holds more than `1/compaction_ratio` of
+    /// its array's keys (64; 0: no such condition): a compaction copies the whole array, so
+    /// this bounds the records copied per buffered key (README design notes, "Compaction
+    /// trigger").
+    pub compaction_ratio: usize,
     /// The most keys one group holds after a bulk load, and the most two groups may hold
     /// together to be merged (65,536).
     pub max_group_size: usize,
@@ -68,6 +74,7 @@ impl Default for Config {
             period: Duration::from_secs(1),
             background_threads: 1,
             compaction_threshold: 8,
+            compaction_ratio: 64,
             max_group_size: 1 << 16,
             string_error_threshold: 50.0,
             string_partial_len: 16,
@@ -137,6 +144,10 @@ mod tests {
         );
         assert_eq!(config.tolerance, 0.25);
         assert_eq!(config.period, Duration::from_secs(1));
+        assert_eq!(
+            (config.compaction_threshold, config.compaction_ratio),
+            (8, 64)
+        );
         config.validate().expect("the defaults are valid");
     }
 

@@ -31,6 +31,7 @@ use crate::xindex::delta::DeltaIndex;
 use crate::xindex::error::Error;
 use crate::xindex::group::{Group, Models, Records, mean_error, train, train_within};
 use crate::xindex::key::IndexKey;
+use crate::xindex::policy::CompactionTrigger;
 use crate::xindex::record;
 use crate::xindex::restructure::{Phase, Restructure};
 use crate::xindex::root::Root;
@@ -205,8 +206,9 @@ impl<K: IndexKey> XIndex<K> {
 
     /// Runs now the compaction pass that background thread `part` of `parts` runs every
     /// period when [`Config::background_threads`] is `parts`: every group of the root slots
-    /// `s` with `s % parts == part` whose delta index holds more than
-    /// [`Config::compaction_threshold`] keys is merged into its array. Several threads calling
+    /// `s` with `s % parts == part` whose delta index holds more keys than
+    /// [`Config::compaction_threshold`] and [`Config::compaction_ratio`] allow is merged into
+    /// its array. Several threads calling
     /// it with different `part`s of one `parts` compact at the same time, so an index run with
     /// `background_threads: 0` can do its compactions on threads of its user's own; a call
     /// for a share that is being compacted, or for another `parts`, waits for the passes
@@ -238,7 +240,7 @@ impl<K: IndexKey> XIndex<K> {
     pub fn compact_share(&self, part: usize, parts: usize) -> bool {
         let share = Share::of(part, parts);
         self.inner
-            .compaction_pass(self.inner.config.compaction_threshold, share)
+            .compaction_pass(CompactionTrigger::of(&self.inner.config), share)
     }
 
     /// The number of root slots (for tests: the valid arguments of
@@ -332,11 +334,14 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 
     fn maintenance_step(&self) -> bool {
         self.inner
-            .maintenance_pass(self.inner.config.compaction_threshold, Share::ALL)
+            .maintenance_pass(CompactionTrigger::of(&self.inner.config), Share::ALL)
     }
 
     fn quiesce(&self) {
-        while self.inner.maintenance_pass(0, Share::ALL) {}
+        while self
+            .inner
+            .maintenance_pass(CompactionTrigger::ALWAYS, Share::ALL)
+        {}
     }
 }
 

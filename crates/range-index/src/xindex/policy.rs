@@ -10,7 +10,7 @@
 //! | model split | `err > e` with fewer than `m` models |
 //! | model merge | `err <= e·f` with more than one model, if one model fewer stays within `e` |
 //! | group merge | with the next group: both one model (or none), `err <= e·f`, `buf <= s·f`, together at most [`max_group_size`](crate::xindex::Config::max_group_size) keys, and one model over both within `e` |
-//! | compaction | `buf` holds more than the compaction threshold, or as many keys were appended since the models were trained (§3.5.2) |
+//! | compaction | `buf` holds more than the compaction limit ([`CompactionTrigger`]), or as many keys were appended since the models were trained (§3.5.2) |
 //!
 //! A pass that split or merged groups ends with a root update. The right half of a split and
 //! the result of a merge are not revisited in the same pass.
@@ -25,6 +25,7 @@
 use concurrency::Share;
 use concurrency::sync::atomic::AtomicPtr;
 
+use crate::xindex::config::Config;
 use crate::xindex::group::{Group, mean_error, train};
 use crate::xindex::index::{Inner, Restructurer};
 use crate::xindex::key::IndexKey;
@@ -38,7 +39,7 @@ const COMPACTION_BATCH: usize = 64;
 
 impl<K: IndexKey> Inner<K> {
     /// One maintenance pass: every group checked against the policy, the delta index
-    /// compacted above `threshold` keys, but only in the root slots `compacts` holds (the
+    /// compacted when `trigger` says so, but only in the root slots `compacts` holds (the
     /// others' compactions are left to the passes of their shares, [`compaction_pass`]). True
     /// if it changed anything.
     ///
@@ -50,7 +51,7 @@ impl<K: IndexKey> Inner<K> {
     /// not index yet), or that has a `next`, is compacted at once.
     ///
     /// [`compaction_pass`]: Self::compaction_pass
-    pub(crate) fn maintenance_pass(&self, threshold: usize, compacts: Share) -> bool {
+    pub(crate) fn maintenance_pass(&self, trigger: CompactionTrigger, compacts: Share) -> bool {
         let restructurer = self.restructurer();
         let mut changed = false;
         let mut regrouped = false;
@@ -60,11 +61,8 @@ impl<K: IndexKey> Inner<K> {
             let mut link = root.link(slot);
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
-                let mut change = restructurer.decide(
-                    root_successor(&restructurer, slot, group),
-                    group,
-                    threshold,
-                );
+                let mut change =
+                    restructurer.decide(root_successor(&restructurer, slot, group), group, trigger);
                 let mut done = match change {
                     Some(Restructure::Compact) if !compacts.holds(slot) => false,
                     Some(Restructure::Compact) => {
@@ -78,10 +76,7 @@ impl<K: IndexKey> Inner<K> {
                     None => false,
                 };
                 // A group with no key to split at still has its delta index merged.
-                if !done
-                    && change == Some(Restructure::SplitGroup)
-                    && compaction_due(group, threshold)
-                {
+                if !done && change == Some(Restructure::SplitGroup) && trigger.due(group) {
                     change = Some(Restructure::Compact);
                     done = restructurer.apply(link, slot, Restructure::Compact, &mut |_| {});
                 }
@@ -114,12 +109,12 @@ impl<K: IndexKey> Inner<K> {
 
     /// One compaction pass over `share` of the root slots (digest §3.13: each background thread
     /// owns a disjoint set of groups): every group of those slots' chains whose delta index
-    /// holds more than `threshold` keys, or that has as many appended keys, is compacted,
+    /// or appended keys call for it (`trigger`) is compacted,
     /// batched as in [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
     /// restructure lock, so the passes of the split's other shares run at the same time (a pass
     /// of the same share, or of another split, waits); it makes no other change (splits,
     /// merges and root updates need the lock exclusively). True if it compacted anything.
-    pub(crate) fn compaction_pass(&self, threshold: usize, share: Share) -> bool {
+    pub(crate) fn compaction_pass(&self, trigger: CompactionTrigger, share: Share) -> bool {
         let restructurer = self.partial_restructurer(share);
         let root = restructurer.root();
         let mut batch = Batch::new(&restructurer);
@@ -128,7 +123,7 @@ impl<K: IndexKey> Inner<K> {
             let mut link = root.link(slot);
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
-                if compaction_due(group, threshold) {
+                if trigger.due(group) {
                     batch.compact(link, from_slot, group);
                     changed = true;
                 }
@@ -144,10 +139,43 @@ impl<K: IndexKey> Inner<K> {
     }
 }
 
-/// Whether `group`'s delta index, or the keys appended since its models were trained (§3.5.2),
-/// call for a compaction at `threshold`.
-fn compaction_due<K: IndexKey>(group: &Group<K>, threshold: usize) -> bool {
-    group.buf().len() > threshold || group.appended() > threshold
+/// When a group is compacted: once its delta index, or the keys appended to its array since
+/// its models were trained (§3.5.2), number more than the larger of `threshold` and
+/// `1/ratio` of its array's keys (`ratio` 0: `threshold` alone).
+///
+/// A compaction copies the whole array, so a fixed threshold (the reference code's 8) makes a
+/// group of 8,000 keys copy a thousand records per buffered key, and under a steady trickle of
+/// inserts every group of a large index is copied on every pass: at 10% writes on 10M keys
+/// that was a quarter of one core. The proportional part bounds the copying per buffered key
+/// by `ratio`; small groups still compact at `threshold`, and `s` (the split trigger) is not
+/// affected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactionTrigger {
+    threshold: usize,
+    ratio: usize,
+}
+
+impl CompactionTrigger {
+    /// Every non-empty delta index (and every appended key) is merged: `quiesce`.
+    pub(crate) const ALWAYS: Self = Self {
+        threshold: 0,
+        ratio: 0,
+    };
+
+    /// The configured trigger.
+    pub(crate) fn of(config: &Config) -> Self {
+        Self {
+            threshold: config.compaction_threshold,
+            ratio: config.compaction_ratio,
+        }
+    }
+
+    /// Whether `group` is due for a compaction.
+    fn due<K: IndexKey>(self, group: &Group<K>) -> bool {
+        let proportional = group.keys().len().checked_div(self.ratio).unwrap_or(0);
+        let limit = self.threshold.max(proportional);
+        group.buf().len() > limit || group.appended() > limit
+    }
 }
 
 /// Compactions of groups held by root slots, waiting to run together.
@@ -210,7 +238,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         &self,
         successor: Option<(Successor<'_, K>, &Group<K>)>,
         group: &Group<K>,
-        threshold: usize,
+        trigger: CompactionTrigger,
     ) -> Option<Restructure> {
         let config = self.inner().config();
         let (high, low) = (
@@ -236,7 +264,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         {
             return Some(Restructure::MergeGroup);
         }
-        compaction_due(group, threshold).then_some(Restructure::Compact)
+        trigger.due(group).then_some(Restructure::Compact)
     }
 
     /// Whether two neighbouring groups satisfy Table 2's merge trigger and would make a group
@@ -314,5 +342,55 @@ impl<K: IndexKey> Restructurer<'_, K> {
             Restructure::UpdateRoot => self.update_root(hook),
         }
         true
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::ptr;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::xindex::delta::DeltaIndex;
+    use crate::xindex::group::Records;
+    use crate::xindex::record;
+
+    /// A group of 1,000 even keys with `buffered` odd keys in its delta index.
+    fn group_with_buffered(buffered: u64) -> Group<u64> {
+        let keys: Vec<u64> = (0..1_000).map(|i| i * 2).collect();
+        let cells = keys.iter().map(|&k| record::live(k)).collect();
+        let models = train::<u64>(&keys, 1);
+        let group = Group::new(
+            0,
+            Records::new(keys, cells, 0),
+            models,
+            Arc::new(DeltaIndex::new()),
+            ptr::null_mut(),
+        );
+        for i in 0..buffered {
+            group.buf().get_or_insert(2 * i + 1, i);
+        }
+        group
+    }
+
+    #[test]
+    fn the_trigger_waits_for_the_larger_of_its_threshold_and_share() {
+        let config = Config {
+            compaction_threshold: 8,
+            compaction_ratio: 64,
+            ..Config::default()
+        };
+        let trigger = CompactionTrigger::of(&config);
+        // 1,000 keys / 64: due above 15 buffered keys, not above 8.
+        assert!(!trigger.due(&group_with_buffered(15)));
+        assert!(trigger.due(&group_with_buffered(16)));
+        let fixed = CompactionTrigger::of(&Config {
+            compaction_ratio: 0,
+            ..config
+        });
+        assert!(!fixed.due(&group_with_buffered(8)));
+        assert!(fixed.due(&group_with_buffered(9)));
+        assert!(!CompactionTrigger::ALWAYS.due(&group_with_buffered(0)));
+        assert!(CompactionTrigger::ALWAYS.due(&group_with_buffered(1)));
     }
 }
