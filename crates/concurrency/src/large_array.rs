@@ -98,26 +98,6 @@ impl<T> LargeArray<T> {
             _owns: PhantomData,
         }
     }
-
-    /// The values, moved into a `Vec` (one copy), the array's memory freed.
-    pub fn into_vec(self) -> Vec<T> {
-        let this = std::mem::ManuallyDrop::new(self);
-        let mut values = Vec::with_capacity(this.len);
-        // SAFETY: the array holds `len` initialised values, each read once here; the memory
-        // is freed below without dropping them (the `Filling` has `filled: 0`), and `this` is
-        // never dropped.
-        unsafe {
-            ptr::copy_nonoverlapping(this.ptr.as_ptr(), values.as_mut_ptr(), this.len);
-            values.set_len(this.len);
-        }
-        drop(Filling {
-            ptr: this.ptr,
-            filled: 0,
-            layout: layout_of::<T>(this.len),
-            source: this.source,
-        });
-        values
-    }
 }
 
 impl<T> Deref for LargeArray<T> {
@@ -304,24 +284,6 @@ mod tests {
         assert_eq!(array.as_ptr() as usize % HUGE_PAGE, 0);
         let small = LargeArray::from_fn(16, |i| i as u64);
         assert_eq!(small.as_ptr() as usize % std::mem::align_of::<u64>(), 0);
-    }
-
-    #[test]
-    fn into_vec_moves_every_value_out_once() {
-        let drops = AtomicUsize::new(0);
-        for len in [0, 3, 5000] {
-            let values = LargeArray::from_fn(len, |_| Counted(&drops)).into_vec();
-            assert_eq!(values.len(), len);
-            assert_eq!(
-                drops.load(Ordering::Relaxed),
-                0,
-                "moved values were dropped"
-            );
-            drop(values);
-            assert_eq!(drops.swap(0, Ordering::Relaxed), len);
-        }
-        let squares = LargeArray::from_fn(1000, |i| i * i).into_vec();
-        assert!(squares.iter().enumerate().all(|(i, &v)| v == i * i));
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             let new_ptr = {
                 let old = group(link);
                 let len = old.keys().len() + old.buf().len();
-                let records = pointer_records(old, config.spare_for(len));
+                let records = pointer_records(&[old], config.spare_for(len));
                 let models = train(records.keys(), old.models().len());
                 let new = Group::new(old.pivot().clone(), records, models, tmp, old.next_ptr());
                 new.into_node()

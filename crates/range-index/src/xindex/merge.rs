@@ -70,7 +70,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             .inner()
             .config()
             .spare_for(first.keys().len() + second.keys().len());
-        let records = pointer_records(first, 0).append_all(pointer_records(second, 0), spare);
+        let records = pointer_records(&[first, second], spare);
         let model_count = (first.models().len() + second.models().len())
             .clamp(1, self.inner().config().max_models);
         let models = train(records.keys(), model_count);

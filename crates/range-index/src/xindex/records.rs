@@ -22,7 +22,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 use std::slice;
 
 use concurrency::large_array::LargeArray;
@@ -226,40 +226,6 @@ impl<K: IndexKey> Records<K> {
         self.len.store(len + 1, Ordering::Release);
         Ok(())
     }
-
-    /// The keys and cells, giving up the spare slots.
-    pub(crate) fn into_parts(mut self) -> (Vec<K::Stored>, Vec<RecordCell>) {
-        let len = self.len.load(Ordering::Acquire);
-        // The slots are moved out below: the drop must not see them.
-        self.len.store(0, Ordering::Relaxed);
-        let keys = (0..len)
-            // SAFETY: slots below `len` are initialised, each is read once, and the length
-            // was set to 0 so `Drop` does not drop them again.
-            .map(|i| unsafe { ptr::read(self.keys[i].get()).assume_init() })
-            .collect();
-        let no_cells = LargeArray::from_fn(0, |_| RecordCell::new(RecordMeta::new(), 0));
-        let mut cells = std::mem::replace(&mut self.cells, no_cells).into_vec();
-        cells.truncate(len);
-        (keys, cells)
-    }
-
-    /// The records `at..`, leaving `..at` in `self`; both get `spare` spare slots.
-    pub(crate) fn split_off(&mut self, at: usize, spare: usize) -> Self {
-        let taken = std::mem::replace(self, Self::new(Vec::new(), Vec::new(), 0));
-        let (mut keys, mut cells) = taken.into_parts();
-        let tail = Self::new(keys.split_off(at), cells.split_off(at), spare);
-        *self = Self::new(keys, cells, spare);
-        tail
-    }
-
-    /// `self` followed by `tail`, whose keys are all greater, with `spare` spare slots.
-    pub(crate) fn append_all(self, tail: Self, spare: usize) -> Self {
-        let (mut keys, mut cells) = self.into_parts();
-        let (tail_keys, tail_cells) = tail.into_parts();
-        keys.extend(tail_keys);
-        cells.extend(tail_cells);
-        Self::new(keys, cells, spare)
-    }
 }
 
 impl<K: IndexKey> Drop for Records<K> {
@@ -291,8 +257,7 @@ mod tests {
         drop(lock);
         assert_eq!(records.keys(), &[1, 5, 7, 9]);
         assert_eq!(records.cells()[3].read().1, 90);
-        let (keys, cells) = records.into_parts();
-        assert_eq!((keys.len(), cells.len()), (4, 4));
+        assert_eq!((records.keys().len(), records.cells().len()), (4, 4));
     }
 
     #[test]
@@ -327,19 +292,21 @@ mod tests {
             .map(|_| RecordCell::new(RecordMeta::new(), 0))
             .collect();
         let stored = keys.iter().map(|key| Vec::<u8>::to_stored(key)).collect();
-        let mut records = Records::<Vec<u8>>::new(stored, cells, 3);
+        let records = Records::<Vec<u8>>::new(stored, cells, 3);
         let lock = records.lock_appends();
         records
             .append(&lock, b"c".to_vec(), 3)
             .expect("spare and above");
         drop(lock);
-        let tail = records.split_off(1, 1);
+        let mut pushed = Records::<Vec<u8>>::with_capacity(2);
+        pushed.push(Vec::<u8>::to_stored(&long), RecordCell::default());
         let bytes = |records: &Records<Vec<u8>>| -> Vec<Vec<u8>> {
             records.keys().iter().map(Vec::<u8>::from_stored).collect()
         };
-        assert_eq!(bytes(&records), [b"a".to_vec()]);
-        assert_eq!(bytes(&tail), [long, b"c".to_vec()]);
-        let joined = records.append_all(tail, 0);
-        assert_eq!(joined.keys().len(), 3);
+        assert_eq!(
+            bytes(&records),
+            [b"a".to_vec(), long.clone(), b"c".to_vec()]
+        );
+        assert_eq!(bytes(&pushed), [long]);
     }
 }

@@ -22,6 +22,7 @@ use std::cmp::Ordering as KeyOrdering;
 
 use concurrency::RecordCell;
 
+use crate::xindex::config::Config;
 use crate::xindex::group::{Group, Records};
 use crate::xindex::index::Restructurer;
 use crate::xindex::key::IndexKey;
@@ -92,19 +93,65 @@ impl Restructure {
     ];
 }
 
-/// The merge phase's array: one pointer record per live record of `group`'s array and of its
-/// `buf` (frozen and insert-free since barrier B1), in key order, with `spare` spare slots.
-/// Removed records and entries are left out: neither is ever revived.
-pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Records<K> {
+/// The merge phase's array: one pointer record per live record of the `groups`' arrays and of
+/// their `buf`s (frozen and insert-free since barrier B1), in key order (the groups are
+/// neighbours, in key order), with `spare` spare slots. Removed records and entries are left
+/// out: neither is ever revived. The records are written straight into the new arrays.
+pub(crate) fn pointer_records<K: IndexKey>(groups: &[&Group<K>], spare: usize) -> Records<K> {
     // The live records are at most these; slots that removed records leave unused stay spare.
-    let mut records = Records::with_capacity(group.keys().len() + group.buf().len() + spare);
+    let most: usize = groups
+        .iter()
+        .map(|group| group.keys().len() + group.buf().len())
+        .sum();
+    let mut records = Records::with_capacity(most + spare);
+    for group in groups {
+        for_each_live(group, |key, cell| {
+            records.push(key, record::pointer_to(cell))
+        });
+    }
+    records
+}
+
+/// The merge phase of a group split at `pivot` (above the group's first key): the pointer
+/// records of [`pointer_records`] written straight into the two halves, the keys below `pivot`
+/// and those from it on, each half with `config`'s spare slots for the left half's size.
+pub(crate) fn split_pointer_records<K: IndexKey>(
+    group: &Group<K>,
+    pivot: &K::Query,
+    config: &Config,
+) -> (Records<K>, Records<K>) {
+    let array_below = group.keys().partition_point(|key| K::query(key) < pivot);
+    let delta_below = group
+        .buf()
+        .iter()
+        .take_while(|(key, _)| (*key).borrow() < pivot)
+        .count();
+    let below = array_below + delta_below;
+    let total = group.keys().len() + group.buf().len();
+    let spare = config.spare_for(below);
+    let mut left = Records::with_capacity(below + spare);
+    let mut right = Records::with_capacity(total - below + spare);
+    for_each_live(group, |key, cell| {
+        let half = if K::query(&key) < pivot {
+            &mut left
+        } else {
+            &mut right
+        };
+        half.push(key, record::pointer_to(cell));
+    });
+    (left, right)
+}
+
+/// Calls `live` with each live record of `group`'s array and of its `buf` (frozen), in key
+/// order: the merge phase's walk.
+fn for_each_live<K: IndexKey>(group: &Group<K>, mut live: impl FnMut(K::Stored, &RecordCell)) {
     let mut push = |key: K::Stored, cell: &RecordCell| {
         debug_assert!(
             !cell.read().0.is_ptr(),
             "the previous copy phase left no pointer (pointer depth is 1)"
         );
         if record::read(cell).is_some() {
-            records.push(key, record::pointer_to(cell));
+            live(key, cell);
         }
     };
     let mut array = group.keys().iter().zip(group.cells()).peekable();
@@ -139,7 +186,6 @@ pub(crate) fn pointer_records<K: IndexKey>(group: &Group<K>, spare: usize) -> Re
             }
         }
     }
-    records
 }
 
 impl<K: IndexKey> Restructurer<'_, K> {

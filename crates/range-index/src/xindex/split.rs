@@ -29,7 +29,7 @@ use crate::xindex::delta::DeltaIndex;
 use crate::xindex::group::{Group, train};
 use crate::xindex::index::Restructurer;
 use crate::xindex::key::IndexKey;
-use crate::xindex::restructure::{Phase, Restructure, pointer_records};
+use crate::xindex::restructure::{Phase, Restructure, split_pointer_records};
 
 impl<K: IndexKey> Restructurer<'_, K> {
     /// Splits the group held by `link` in two, calling `hook` at every phase boundary; false
@@ -67,12 +67,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
         hook(Phase::AfterB1);
 
         // Step 2.1: the merge phase, cut at the pivot.
-        let mut left_records = pointer_records(old, 0);
-        let at = left_records
-            .keys()
-            .partition_point(|key| K::query(key) < pivot.borrow());
-        let spare = self.inner().config().spare_for(at);
-        let right_records = left_records.split_off(at, spare);
+        let (left_records, right_records) =
+            split_pointer_records(old, pivot.borrow(), self.inner().config());
         let right_models = train(right_records.keys(), half_models);
         let right = Group::new(
             pivot,
