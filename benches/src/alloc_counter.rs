@@ -1,12 +1,14 @@
 //! A counting global allocator for the reproduction binary: it forwards every call to the system
 //! allocator and keeps the number of live heap bytes, so each run can report the index's memory
 //! per key (`bytes_per_key`: the bytes its bulk load allocated, net of what it freed, divided by
-//! the keys loaded) — the space column of XIndex §6 and the learned-index papers.
+//! the keys loaded) — the space column of XIndex §6 and the learned-index papers. Memory that
+//! `learnkv` takes from its huge-page heap (`concurrency::huge_heap`) bypasses the global
+//! allocator; [`live_bytes`] adds the heap's own count of it.
 //!
 //! Install it in a binary with
 //! `#[global_allocator] static ALLOCATOR: CountingAllocator = CountingAllocator;` and read
 //! [`live_bytes`] before and after the code to measure. Without it installed, [`live_bytes`]
-//! stays 0.
+//! counts the huge-page heap only.
 //!
 //! The count is split over a few cache-line-sized shards picked from the calling thread's stack
 //! address, so threads that allocate at the same time (peers that allocate per operation) rarely
@@ -46,11 +48,27 @@ fn signed(size: usize) -> isize {
     size as isize
 }
 
-/// The bytes currently allocated through [`CountingAllocator`] (0 if it is not installed).
+/// The bytes currently allocated through [`CountingAllocator`] (0 if it is not installed), plus
+/// those held in the process's huge-page heap, which `learnkv`'s indexes allocate from without
+/// going through the global allocator (`concurrency::huge_heap`).
 pub fn live_bytes() -> isize {
-    LIVE.iter()
+    let global: isize = LIVE
+        .iter()
         .map(|shard| shard.0.load(Ordering::Relaxed))
-        .sum()
+        .sum();
+    global + signed(huge_heap_bytes())
+}
+
+/// The bytes allocated from the huge-page heap and not freed.
+#[cfg(target_os = "linux")]
+fn huge_heap_bytes() -> usize {
+    concurrency::huge_heap::HugeHeap::global().allocated()
+}
+
+/// No huge-page heap off Linux.
+#[cfg(not(target_os = "linux"))]
+fn huge_heap_bytes() -> usize {
+    0
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the memory

@@ -46,6 +46,8 @@ struct Extents {
     by_len: BTreeSet<(usize, usize)>,
     /// The regions mapped from the system, `(start, length)`.
     regions: Vec<(usize, usize)>,
+    /// Bytes handed out and not freed (whole granules).
+    allocated: usize,
 }
 
 impl Extents {
@@ -97,6 +99,7 @@ impl HugeHeap {
                 by_start: BTreeMap::new(),
                 by_len: BTreeSet::new(),
                 regions: Vec::new(),
+                allocated: 0,
             }),
         }
     }
@@ -125,6 +128,7 @@ impl HugeHeap {
                 free.take(size)?
             }
         };
+        free.allocated += size;
         NonNull::new(start as *mut u8)
     }
 
@@ -136,12 +140,21 @@ impl HugeHeap {
     /// once; nothing reads or writes it afterwards.
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, layout: Layout) {
         let size = layout.size().next_multiple_of(GRANULE);
-        self.free.lock().give(ptr.as_ptr() as usize, size);
+        let mut free = self.free.lock();
+        free.give(ptr.as_ptr() as usize, size);
+        free.allocated -= size;
     }
 
     /// Bytes mapped from the system so far (the heap's footprint; it never shrinks).
     pub fn mapped(&self) -> usize {
         self.free.lock().regions.iter().map(|&(_, len)| len).sum()
+    }
+
+    /// Bytes allocated and not freed, in whole granules: what the heap's users hold, as a
+    /// counting global allocator would report it (the heap's memory bypasses the global
+    /// allocator, so memory measurements add this).
+    pub fn allocated(&self) -> usize {
+        self.free.lock().allocated
     }
 
     /// Whether `ptr` lies in one of the heap's regions (so an allocation that holds it came
@@ -257,10 +270,12 @@ mod tests {
             .map(|_| heap.alloc(layout).expect("memory"))
             .collect();
         assert_eq!(heap.mapped(), REGION);
+        assert_eq!(heap.allocated(), REGION);
         for &ptr in &blocks {
             // SAFETY: each block came from this heap with this layout and is freed once.
             unsafe { heap.dealloc(ptr, layout) };
         }
+        assert_eq!(heap.allocated(), 0);
         // The four quarters merged back into one extent: the whole region fits again.
         let whole = Layout::from_size_align(REGION, 64).expect("a valid layout");
         let ptr = heap.alloc(whole).expect("memory");
@@ -311,6 +326,7 @@ mod tests {
                 unsafe { heap.dealloc(NonNull::new(start as *mut u8).expect("non-null"), layout) };
             }
             let free = heap.free.lock();
+            prop_assert_eq!(free.allocated, 0);
             prop_assert_eq!(
                 free.by_start.values().sum::<usize>(),
                 free.regions.iter().map(|&(_, len)| len).sum::<usize>()
