@@ -8,10 +8,11 @@
 //! that a kernel whose transparent huge pages are in `madvise` mode (the common default) backs
 //! its whole 2 MiB extents with huge pages. A smaller array comes from
 //! [`huge_heap`](crate::huge_heap), a heap of huge-page regions (session 11: XIndex-R's group
-//! arrays there made single-threaded gets 12–15% faster). The advice is only advice: where it
-//! is refused, or off Linux, or under loom, the array is an ordinary allocation. Alignment
-//! costs no memory: the allocator's padding before an aligned block is address space, never
-//! touched.
+//! arrays there made single-threaded gets 12–15% faster). [`into_raw`] places a single value
+//! the same way, for nodes published through atomic pointers (XIndex-R's group nodes). The
+//! advice is only advice: where it is refused, or off Linux, or under loom, the array is an
+//! ordinary allocation. Alignment costs no memory: the allocator's padding before an aligned
+//! block is address space, never touched.
 //!
 //! Measured on the `hash` experiment's gets (10M linear keys, 2 threads, alternated runs):
 //! glibc's `hugetlb=1` tunable, which advises every `malloc` arena, sped up xindex-h and the

@@ -22,8 +22,8 @@
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
 //!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
-//!   buckets), so random lookups do not also miss the TLB; smaller ones come from
-//!   `huge_heap`, a heap of huge-page regions (Linux only).
+//!   buckets), so random lookups do not also miss the TLB; smaller ones, and single nodes
+//!   (`into_raw`), come from `huge_heap`, a heap of huge-page regions (Linux only).
 //! - [`prefetch`]: cache-line prefetch hints for the lines a lookup is about to probe.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
