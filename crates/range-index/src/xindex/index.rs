@@ -208,12 +208,11 @@ impl<K: IndexKey> XIndex<K> {
     /// period when [`Config::background_threads`] is `parts`: every group of the root slots
     /// `s` with `s % parts == part` whose delta index holds more keys than
     /// [`Config::compaction_threshold`] and [`Config::compaction_ratio`] allow is merged into
-    /// its array. Several threads calling
-    /// it with different `part`s of one `parts` compact at the same time, so an index run with
-    /// `background_threads: 0` can do its compactions on threads of its user's own; a call
-    /// for a share that is being compacted, or for another `parts`, waits for the passes
-    /// running (so does any call while the background threads run theirs). True if it
-    /// compacted anything.
+    /// its array. Several threads calling it with different `part`s of one `parts` compact at
+    /// the same time, so an index run with `background_threads: 0` can do its compactions on
+    /// threads of its user's own; a call for a share that is being compacted, or for another
+    /// `parts`, waits for the passes running (so does any call while the background threads
+    /// run theirs). True if it compacted anything.
     ///
     /// # Panics
     ///

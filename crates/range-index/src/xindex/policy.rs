@@ -108,9 +108,9 @@ impl<K: IndexKey> Inner<K> {
     }
 
     /// One compaction pass over `share` of the root slots (digest §3.13: each background thread
-    /// owns a disjoint set of groups): every group of those slots' chains whose delta index
-    /// or appended keys call for it (`trigger`) is compacted,
-    /// batched as in [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
+    /// owns a disjoint set of groups): every group of those slots' chains whose delta index or
+    /// appended keys call for it (`trigger`) is compacted, batched as in
+    /// [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
     /// restructure lock, so the passes of the split's other shares run at the same time (a pass
     /// of the same share, or of another split, waits); it makes no other change (splits,
     /// merges and root updates need the lock exclusively). True if it compacted anything.
