@@ -219,3 +219,85 @@ impl<K: IndexKey> Restructurer<'_, K> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::ptr;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::xindex::delta::DeltaIndex;
+    use crate::xindex::group::train;
+
+    /// A group over the array keys `0, 10, …, 90` whose keys 20 and 50 are removed, with 50 and
+    /// 55 inserted again into its (then frozen) delta index: the merge phase's input.
+    fn group_with_removed_and_buffered() -> Group<u64> {
+        let keys: Vec<u64> = (0..10).map(|i| i * 10).collect();
+        let cells = keys.iter().map(|&k| record::live(k)).collect();
+        let models = train::<u64>(&keys, 1);
+        let group = Group::new(
+            0,
+            Records::new(keys, cells, 0),
+            models,
+            Arc::new(DeltaIndex::new()),
+            ptr::null_mut(),
+        );
+        for removed in [20, 50] {
+            let cell = group.record(&removed).expect("an array key");
+            assert_eq!(record::remove(cell), Some(removed));
+        }
+        for key in [50, 55] {
+            group.buf().get_or_insert(key, key + 1);
+        }
+        group.freeze();
+        group
+    }
+
+    /// The keys of `records` and the values their pointer records lead to.
+    fn pairs(records: &Records<u64>) -> Vec<(u64, u64)> {
+        records
+            .keys()
+            .iter()
+            .zip(records.cells())
+            .map(|(&key, cell)| {
+                assert!(cell.read().0.is_ptr(), "merge records are pointers");
+                (key, record::read(cell).expect("live target"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_merge_keeps_live_records_once_in_key_order() {
+        let group = group_with_removed_and_buffered();
+        let expected = vec![
+            (0, 0),
+            (10, 10),
+            (30, 30),
+            (40, 40),
+            (50, 51),
+            (55, 56),
+            (60, 60),
+            (70, 70),
+            (80, 80),
+            (90, 90),
+        ];
+        let records = pointer_records(&[&group], 3);
+        assert_eq!(pairs(&records), expected);
+        assert!(records.capacity() >= expected.len() + 3);
+    }
+
+    #[test]
+    fn a_split_merge_cuts_at_the_pivot_whatever_side_its_key_lives_on() {
+        let group = group_with_removed_and_buffered();
+        let config = Config::default();
+        // 50: a removed array key revived in the delta index; 55: a delta key only; 60 and 0:
+        // array keys, the first one cutting off nothing on the left.
+        for pivot in [0u64, 50, 55, 60, 95] {
+            let (left, right) = split_pointer_records(&group, &pivot, &config);
+            let all = pairs(&pointer_records(&[&group], 0));
+            let (below, above): (Vec<_>, Vec<_>) = all.into_iter().partition(|&(k, _)| k < pivot);
+            assert_eq!(pairs(&left), below, "pivot {pivot}");
+            assert_eq!(pairs(&right), above, "pivot {pivot}");
+        }
+    }
+}
