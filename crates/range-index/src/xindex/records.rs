@@ -119,39 +119,23 @@ impl<K: IndexKey> Records<K> {
     /// empty slots for appends. The keys and cells are moved into the records' arrays.
     pub(crate) fn new(keys: Vec<K::Stored>, cells: Vec<RecordCell>, spare: usize) -> Self {
         assert_eq!(keys.len(), cells.len(), "one cell per key");
-        let len = keys.len();
-        let hints = LargeArray::from_fn(len + spare, |i| {
-            UnsafeCell::new(
-                keys.get(i)
-                    .map_or_else(K::Hint::default, |key| K::hint(K::query(key))),
-            )
-        });
-        let mut keys = keys.into_iter();
-        let keys = LargeArray::from_fn(len + spare, |_| {
-            UnsafeCell::new(
-                keys.next()
-                    .map_or_else(MaybeUninit::uninit, MaybeUninit::new),
-            )
-        });
-        let mut cells = cells.into_iter();
-        let cells = LargeArray::from_fn(len + spare, |_| {
-            cells
-                .next()
-                .unwrap_or_else(|| RecordCell::new(RecordMeta::new(), 0))
-        });
-        Self {
-            keys,
-            hints,
-            cells,
-            len: AtomicUsize::new(len),
-            appending: Mutex::new(()),
+        let mut records = Self::with_capacity(keys.len() + spare);
+        for (key, cell) in keys.into_iter().zip(cells) {
+            records.push(key, cell);
         }
+        records
     }
 
     /// Empty records with `capacity` slots, filled in order by [`push`](Self::push) (a merge
     /// writes its array in place, without a copy).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
-        Self::new(Vec::new(), Vec::new(), capacity)
+        Self {
+            keys: LargeArray::from_fn(capacity, |_| UnsafeCell::new(MaybeUninit::uninit())),
+            hints: LargeArray::from_fn(capacity, |_| UnsafeCell::new(K::Hint::default())),
+            cells: LargeArray::from_fn(capacity, |_| RecordCell::new(RecordMeta::new(), 0)),
+            len: AtomicUsize::new(0),
+            appending: Mutex::new(()),
+        }
     }
 
     /// Fills the next slot of records that no one else can see yet with `key`, above every key
