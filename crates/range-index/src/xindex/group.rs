@@ -531,27 +531,34 @@ pub(crate) fn mean_error<K: IndexKey>(models: &[(usize, K::Model)]) -> f64 {
     total as f64 / models.len() as f64
 }
 
+/// For unit tests: a group with pivot 0 over `keys` (strictly increasing, each its own value),
+/// `models` models and an empty delta index.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn test_group(keys: Vec<u64>, models: usize) -> Group<u64> {
+    let cells = keys
+        .iter()
+        .map(|&k| crate::xindex::record::live(k))
+        .collect();
+    let models = train(&keys, models);
+    Group::new(
+        0,
+        Records::new(keys, cells, 0),
+        models,
+        Arc::new(DeltaIndex::new()),
+        ptr::null_mut(),
+    )
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::xindex::record;
 
-    fn group(keys: Vec<u64>, models: usize) -> Group<u64> {
-        let cells = keys.iter().map(|&k| record::live(k)).collect();
-        Group::new(
-            0,
-            Records::new(keys.clone(), cells, 0),
-            train(&keys, models),
-            Arc::new(DeltaIndex::new()),
-            ptr::null_mut(),
-        )
-    }
-
     #[test]
     fn record_and_lower_bound_agree_with_binary_search() {
         let keys: Vec<u64> = (0..500u64).map(|i| i * i + 3).collect();
         for models in 1..=4 {
-            let g = group(keys.clone(), models);
+            let g = test_group(keys.clone(), models);
             assert_eq!(g.models().len(), models);
             for probe in 0..260_000u64 {
                 let expected = keys.partition_point(|&k| k < probe);
@@ -602,7 +609,7 @@ mod tests {
 
     #[test]
     fn empty_group_has_no_models_and_finds_nothing() {
-        let g = group(Vec::new(), 4);
+        let g = test_group(Vec::new(), 4);
         assert!(g.models().is_empty());
         assert!(g.record(&7).is_none());
         assert_eq!(g.lower_bound(&7), 0);
@@ -611,7 +618,7 @@ mod tests {
 
     #[test]
     fn tmp_buf_is_published_once_and_released_with_the_group() {
-        let g = group(vec![1, 2, 3], 1);
+        let g = test_group(vec![1, 2, 3], 1);
         assert!(g.tmp_buf().is_none() && !g.is_frozen());
         g.freeze();
         let tmp = Arc::new(DeltaIndex::new());

@@ -348,26 +348,12 @@ impl<K: IndexKey> Restructurer<'_, K> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::ptr;
-    use std::sync::Arc;
-
     use super::*;
-    use crate::xindex::delta::DeltaIndex;
-    use crate::xindex::group::Records;
-    use crate::xindex::record;
+    use crate::xindex::group::test_group;
 
     /// A group of 1,000 even keys with `buffered` odd keys in its delta index.
     fn group_with_buffered(buffered: u64) -> Group<u64> {
-        let keys: Vec<u64> = (0..1_000).map(|i| i * 2).collect();
-        let cells = keys.iter().map(|&k| record::live(k)).collect();
-        let models = train::<u64>(&keys, 1);
-        let group = Group::new(
-            0,
-            Records::new(keys, cells, 0),
-            models,
-            Arc::new(DeltaIndex::new()),
-            ptr::null_mut(),
-        );
+        let group = test_group((0..1_000).map(|i| i * 2).collect(), 1);
         for i in 0..buffered {
             group.buf().get_or_insert(2 * i + 1, i);
         }

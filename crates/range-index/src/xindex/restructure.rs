@@ -222,26 +222,13 @@ impl<K: IndexKey> Restructurer<'_, K> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::ptr;
-    use std::sync::Arc;
-
     use super::*;
-    use crate::xindex::delta::DeltaIndex;
-    use crate::xindex::group::train;
+    use crate::xindex::group::test_group;
 
     /// A group over the array keys `0, 10, …, 90` whose keys 20 and 50 are removed, with 50 and
     /// 55 inserted again into its (then frozen) delta index: the merge phase's input.
     fn group_with_removed_and_buffered() -> Group<u64> {
-        let keys: Vec<u64> = (0..10).map(|i| i * 10).collect();
-        let cells = keys.iter().map(|&k| record::live(k)).collect();
-        let models = train::<u64>(&keys, 1);
-        let group = Group::new(
-            0,
-            Records::new(keys, cells, 0),
-            models,
-            Arc::new(DeltaIndex::new()),
-            ptr::null_mut(),
-        );
+        let group = test_group((0..10).map(|i| i * 10).collect(), 1);
         for removed in [20, 50] {
             let cell = group.record(&removed).expect("an array key");
             assert_eq!(record::remove(cell), Some(removed));
