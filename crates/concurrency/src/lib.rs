@@ -24,6 +24,8 @@
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
 //!   buckets), so random lookups do not also miss the TLB; smaller ones, and single nodes
 //!   (`into_raw`), come from `huge_heap`, a heap of huge-page regions (Linux only).
+//! - [`block_pool`]: small blocks in size classes carved from `huge_heap`, for objects readers
+//!   reach at random through a pointer (the engine's out-of-line values; Linux only).
 //! - [`prefetch`]: cache-line prefetch hints for the lines a lookup is about to probe.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
@@ -32,6 +34,8 @@
 pub mod arena;
 mod asymmetric_fence;
 pub mod backoff;
+#[cfg(all(target_os = "linux", not(loom)))]
+pub mod block_pool;
 pub mod epoch;
 pub mod grace_period;
 #[cfg(all(target_os = "linux", not(loom)))]
