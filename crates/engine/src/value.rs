@@ -201,6 +201,32 @@ mod tests {
         }
     }
 
+    #[cfg(all(target_os = "linux", not(loom)))]
+    #[test]
+    fn blocks_up_to_the_pool_limit_come_from_the_pool_and_larger_ones_do_not() {
+        use concurrency::block_pool::MAX_BLOCK;
+        use concurrency::huge_heap::HugeHeap;
+
+        let largest_pooled = MAX_BLOCK - HEADER;
+        for len in [
+            INLINE_MAX + 1,
+            150,
+            largest_pooled,
+            largest_pooled + 1,
+            1 << 20,
+        ] {
+            let value = vec![len as u8; len];
+            let word = encode(&value);
+            let pooled = HugeHeap::global().contains(word as usize as *const u8);
+            assert_eq!(pooled, len <= largest_pooled, "length {len}");
+            // SAFETY: this test owns the word, reads it, then frees it once; no reader holds it.
+            unsafe {
+                assert_eq!(read(word), value);
+                free(word);
+            }
+        }
+    }
+
     #[test]
     fn inline_values_keep_trailing_zero_bytes() {
         let word = encode(&[0, 0, 1, 0]);

@@ -135,7 +135,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let table = 0usize..4;
     let key = 0u64..150;
-    let len = prop_oneof![0usize..=9, 10usize..300];
+    // Inline values, pooled blocks, and blocks past the pool's limit (1 KiB with the header).
+    let len = prop_oneof![4 => 0usize..=9, 4 => 10usize..300, 1 => 1000usize..1100];
     prop_oneof![
         10 => (table.clone(), key.clone(), len.clone()).prop_map(|(table, key, len)| Op::Insert { table, key, len }),
         4 => (table.clone(), key.clone()).prop_map(|(table, key)| Op::Remove { table, key }),
