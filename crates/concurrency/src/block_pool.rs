@@ -4,7 +4,7 @@
 //! A block that `malloc` places on an ordinary 4 KiB page costs a reader a page walk on top of
 //! its cache miss once the blocks span more memory than the TLB covers: 1M values of 150 bytes
 //! take 150 MiB, and under virtualisation the walk is two-dimensional. A scratch probe of the
-//! engine's random gets ran 10–15% faster when glibc backed its whole heap with huge pages;
+//! engine's random gets ran about 15% faster when glibc backed its whole heap with huge pages;
 //! this pool gives the blocks that benefit without touching the process's allocator.
 //!
 //! Sizes are rounded up to a multiple of [`CLASS_STEP`] bytes, up to [`MAX_BLOCK`]; each size
@@ -12,9 +12,11 @@
 //! keeps its freed blocks on an intrusive free list (the first word of a free block links to the
 //! next) that it serves first. A class is split into [`SHARDS`] shards, each behind its own
 //! mutex, and a thread allocates and frees through the shard it was given at its first call,
-//! so that threads seldom share a lock. Chunks are never returned: a freed block is reused by
-//! its size class, as in most slab allocators.
+//! so that threads seldom share a lock. Chunks go back to the heap only when the pool is
+//! dropped (the process's pool never is): a freed block is reused by its size class, as in most
+//! slab allocators.
 
+use std::alloc::Layout;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -39,8 +41,8 @@ const CLASSES: usize = MAX_BLOCK / CLASS_STEP;
 /// A pool of blocks in size classes. See the module comment.
 pub struct BlockPool {
     shards: [[Mutex<Class>; CLASSES]; SHARDS],
-    /// Bytes in chunks taken from the heap.
-    chunked: AtomicUsize,
+    /// The chunks taken from the heap, returned to it on drop.
+    chunks: Mutex<Vec<usize>>,
 }
 
 /// One shard of one size class.
@@ -65,7 +67,7 @@ impl BlockPool {
     pub const fn new() -> Self {
         Self {
             shards: [const { [const { Mutex::new(Class::EMPTY) }; CLASSES] }; SHARDS],
-            chunked: AtomicUsize::new(0),
+            chunks: Mutex::new(Vec::new()),
         }
     }
 
@@ -83,7 +85,8 @@ impl BlockPool {
     }
 
     /// A block of at least `size` bytes, aligned to [`CLASS_STEP`]; `None` if the pool does not
-    /// serve `size` or the heap refuses a chunk.
+    /// serve `size` or the heap refuses a chunk. The block is valid until it is freed or the
+    /// pool is dropped.
     pub fn alloc(&self, size: usize) -> Option<*mut u8> {
         let block = Self::block_size(size)?;
         let mut class = self.shard(block).lock();
@@ -95,9 +98,8 @@ impl BlockPool {
             return Some(taken as *mut u8);
         }
         if class.end - class.next < block {
-            let layout = std::alloc::Layout::from_size_align(CHUNK, CLASS_STEP).ok()?;
-            let chunk = HugeHeap::global().alloc(layout)?.as_ptr() as usize;
-            self.chunked.fetch_add(CHUNK, Ordering::Relaxed);
+            let chunk = HugeHeap::global().alloc(chunk_layout())?.as_ptr() as usize;
+            self.chunks.lock().push(chunk);
             // The rest of the old chunk (less than one block) is left unused.
             class.next = chunk;
             class.end = chunk + CHUNK;
@@ -125,7 +127,7 @@ impl BlockPool {
     /// Bytes taken from the huge-page heap (blocks in use, free blocks and the unused rest of
     /// each class's current chunk): the pool's footprint, which never shrinks.
     pub fn footprint(&self) -> usize {
-        self.chunked.load(Ordering::Relaxed)
+        self.chunks.lock().len() * CHUNK
     }
 
     /// The calling thread's shard of the class of `block`-byte blocks.
@@ -138,6 +140,26 @@ impl Default for BlockPool {
     fn default() -> Self {
         Self::new()
     }
+}
+
+impl Drop for BlockPool {
+    fn drop(&mut self) {
+        for &chunk in self.chunks.get_mut().iter() {
+            // SAFETY: each chunk came from the heap's `alloc` with this layout and is returned
+            // once; every block carved from it ends its validity with the pool (`alloc`).
+            unsafe {
+                HugeHeap::global().dealloc(
+                    std::ptr::NonNull::new_unchecked(chunk as *mut u8),
+                    chunk_layout(),
+                );
+            }
+        }
+    }
+}
+
+/// The layout of a chunk.
+fn chunk_layout() -> Layout {
+    Layout::from_size_align(CHUNK, CLASS_STEP).expect("a chunk's layout is valid")
 }
 
 /// The shard the calling thread uses, handed out round-robin at each thread's first call.
