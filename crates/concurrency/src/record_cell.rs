@@ -47,6 +47,7 @@ impl RecordCell {
     }
 
     /// A consistent snapshot of the meta word and the value; waits while a writer holds the lock.
+    #[inline]
     pub fn read(&self) -> (RecordMeta, u64) {
         loop {
             let meta = self.lock.read_begin();

@@ -179,6 +179,7 @@ impl RecordLock {
 
     /// Starts an optimistic read: waits (with backoff) until no writer holds the lock and returns
     /// the unlocked snapshot (`Acquire`).
+    #[inline]
     pub fn read_begin(&self) -> RecordMeta {
         let mut backoff = Backoff::new();
         loop {
@@ -192,6 +193,7 @@ impl RecordLock {
 
     /// Ends an optimistic read begun with `snapshot`: true iff no writer locked the word since,
     /// so every protected atomic loaded in between belongs to the state `snapshot` describes.
+    #[inline]
     pub fn validate(&self, snapshot: RecordMeta) -> bool {
         // Orders the protected loads before the reload (see the module comment).
         fence(Ordering::Acquire);

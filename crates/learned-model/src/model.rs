@@ -35,6 +35,7 @@ impl ErrorBounds {
     /// clamped to `0..=len`: `[predicted + min, predicted + max + 1]`.
     ///
     /// The extra position at the end covers an absent key greater than every key in the window.
+    #[inline]
     pub fn window(&self, predicted: usize, len: usize) -> Range<usize> {
         let p = predicted as i64;
         let start = (p + self.min).clamp(0, len as i64) as usize;

@@ -71,6 +71,7 @@ pub fn exponential_lower_bound<K: Borrow<Q>, Q: ?Sized + Ord>(
 }
 
 /// [`exponential_lower_bound`] with a predicate, as in [`lower_bound_in_by`].
+#[inline]
 pub fn exponential_lower_bound_by<K>(
     keys: &[K],
     hint: usize,
@@ -138,6 +139,7 @@ fn widen<K>(
 }
 
 /// The lower bound when `keys[from] < query`: gallop right, then binary search.
+#[inline]
 fn search_right<K>(keys: &[K], from: usize, mut is_less: impl FnMut(&K) -> bool) -> usize {
     let mut step = 1;
     while from + step < keys.len() && is_less(&keys[from + step]) {
@@ -150,6 +152,7 @@ fn search_right<K>(keys: &[K], from: usize, mut is_less: impl FnMut(&K) -> bool)
 
 /// The lower bound when `keys[from] >= query` (or `from == keys.len()`): gallop left, then
 /// binary search.
+#[inline]
 fn search_left<K>(keys: &[K], from: usize, mut is_less: impl FnMut(&K) -> bool) -> usize {
     let mut step = 1;
     while step <= from && !is_less(&keys[from - step]) {

@@ -46,7 +46,20 @@ unsafe fn target<'a>(word: u64) -> &'a RecordCell {
 }
 
 /// The record's value, or `None` when it is removed (`read_record`).
+#[inline]
 pub(crate) fn read(cell: &RecordCell) -> Option<u64> {
+    let (meta, value) = cell.read();
+    if meta.is_removed() {
+        return None;
+    }
+    if !meta.is_ptr() {
+        return Some(value);
+    }
+    read_through_pointer(cell)
+}
+
+/// [`read`] of a record that was a pointer when last read (while a compaction runs).
+fn read_through_pointer(cell: &RecordCell) -> Option<u64> {
     loop {
         let (meta, value) = cell.read();
         if meta.is_removed() {
