@@ -34,7 +34,8 @@ pub struct TableStats {
     pub key_type: KeyType,
     /// Keys present.
     pub keys: usize,
-    /// Heap bytes of values stored out of line (values of up to 7 bytes live in the index).
+    /// Heap bytes of the blocks of values stored out of line, headers and size-class rounding
+    /// included (values of up to 7 bytes live in the index).
     pub value_bytes: usize,
     /// The index's statistics.
     pub index: IndexStats,

@@ -65,7 +65,8 @@ pub(crate) fn encode(value: &[u8]) -> u64 {
     word
 }
 
-/// The heap bytes `word` owns (0 for an inline value).
+/// The heap bytes `word` owns: its block's size, header and size-class rounding included (0
+/// for an inline value).
 ///
 /// # Safety
 /// As for [`read`].
@@ -74,7 +75,7 @@ pub(crate) unsafe fn heap_len(word: u64) -> usize {
         0
     } else {
         // SAFETY: the caller guarantees the block is live; its header holds the length.
-        unsafe { block_len(word) }
+        block_size(unsafe { block_len(word) })
     }
 }
 
@@ -140,6 +141,16 @@ fn block_layout(len: usize) -> Layout {
         .expect("a value under the engine's size limit has a valid layout")
 }
 
+/// The bytes of the block that holds a value of `len` bytes.
+fn block_size(len: usize) -> usize {
+    let size = HEADER + len;
+    #[cfg(all(target_os = "linux", not(loom)))]
+    if let Some(pooled) = BlockPool::block_size(size) {
+        return pooled;
+    }
+    size
+}
+
 /// A block for a value of `len` bytes: from the block pool when it serves the size, else from
 /// the global allocator.
 fn alloc_block(len: usize) -> *mut u8 {
@@ -195,7 +206,13 @@ mod tests {
             // SAFETY: this test owns the word and retires it once, after the last read.
             unsafe {
                 assert_eq!(read(word), value);
-                assert_eq!(heap_len(word), if len <= INLINE_MAX { 0 } else { len });
+                let block = if len <= INLINE_MAX {
+                    0
+                } else {
+                    block_size(len)
+                };
+                assert_eq!(heap_len(word), block);
+                assert!(block == 0 || block >= HEADER + len);
                 retire(word, &guard);
             }
         }
@@ -219,8 +236,15 @@ mod tests {
             let word = encode(&value);
             let pooled = HugeHeap::global().contains(word as usize as *const u8);
             assert_eq!(pooled, len <= largest_pooled, "length {len}");
+            let size = HEADER + len;
+            let block = if pooled {
+                size.next_multiple_of(16)
+            } else {
+                size
+            };
             // SAFETY: this test owns the word, reads it, then frees it once; no reader holds it.
             unsafe {
+                assert_eq!(heap_len(word), block, "length {len}");
                 assert_eq!(read(word), value);
                 free(word);
             }
