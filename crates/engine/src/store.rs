@@ -157,6 +157,11 @@ impl<K: TableKey> Store<K> {
         };
         let _guard = epoch::pin();
         let pairs = index.scan(start, n);
+        // The values' blocks lie wherever they were allocated, not in key order: request them
+        // all before copying the first, so that their misses overlap.
+        for &(_, word) in &pairs {
+            value::prefetch(word);
+        }
         pairs
             .into_iter()
             // SAFETY: every word was loaded by the scan while `_guard` was pinned.

@@ -91,16 +91,26 @@ pub(crate) unsafe fn with<R>(word: u64, f: impl FnOnce(&[u8]) -> R) -> R {
     }
     // The header (the length) and the bytes are one block: request its first lines together,
     // so that reading the bytes after the length is not a second memory miss.
-    let block = word as usize as *const u8;
-    for line in 0..PREFETCH_LINES {
-        prefetch::line(block.wrapping_add(line * prefetch::LINE));
-    }
+    self::prefetch(word);
     // SAFETY: the block is live (the caller's guarantee); the bytes follow the header.
     let bytes = unsafe {
         let len = block_len(word);
         std::slice::from_raw_parts((word as usize as *const u8).add(HEADER), len)
     };
     f(bytes)
+}
+
+/// Requests the first lines of `word`'s block, if it has one: a reader about to read several
+/// values (a scan) requests them all before it reads the first, so that their misses overlap.
+/// Nothing is read, and a prefetch never faults.
+#[inline]
+pub(crate) fn prefetch(word: u64) {
+    if word & INLINE == 0 {
+        let block = word as usize as *const u8;
+        for line in 0..PREFETCH_LINES {
+            prefetch::line(block.wrapping_add(line * prefetch::LINE));
+        }
+    }
 }
 
 /// A copy of the value `word` holds.
