@@ -12,7 +12,8 @@
 //! - Batch: one `WriteBatch`, `db.write(batch)` (durable when it returns).
 //! - Get: `get_with` compares the value with the expected bytes in place (no copy), as the
 //!   peers compare the slices their read transactions lend.
-//! - Range: `scan(start, n)`, which copies exactly `n` pairs out (keys and values).
+//! - Range: `scan_with(start, n, visit)`, which copies the keys out of the index and reads the
+//!   values in place (the peers lend both).
 //! - Removal: one `WriteBatch` of removes.
 
 use std::path::{Path, PathBuf};
@@ -156,10 +157,8 @@ impl KvReader for Reader<'_> {
     }
 
     fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
-        let pairs = self.table.scan(start, n);
-        for (key, value) in &pairs {
-            fold(checksum, key, value);
-        }
-        Ok(pairs.len())
+        Ok(self
+            .table
+            .scan_with(start, n, |key, value| fold(checksum, &key, value)))
     }
 }

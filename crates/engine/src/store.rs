@@ -17,6 +17,9 @@ use crate::options::Options;
 use crate::stats::IndexStats;
 use crate::value;
 
+/// The most pairs a scan reserves room for up front (a longer one grows its vector).
+const SCAN_RESERVE: usize = 1024;
+
 /// The index of one table.
 enum Index<K: TableKey> {
     Ordered(XIndex<K>),
@@ -152,21 +155,36 @@ impl<K: TableKey> Store<K> {
 
     /// Up to `n` pairs from `start` on, in key order (ordered tables; empty for hash tables).
     pub(crate) fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, Vec<u8>)> {
+        let mut pairs = Vec::with_capacity(n.min(SCAN_RESERVE));
+        self.scan_with(start, n, |key, value| pairs.push((key, value.to_vec())));
+        pairs
+    }
+
+    /// Calls `visit` with up to `n` pairs with keys at or above `start`, ascending, each value
+    /// read in place; how many it visited.
+    pub(crate) fn scan_with(
+        &self,
+        start: &K::Query,
+        n: usize,
+        mut visit: impl FnMut(K, &[u8]),
+    ) -> usize {
         let Index::Ordered(index) = &self.index else {
-            return Vec::new();
+            return 0;
         };
         let _guard = epoch::pin();
         let pairs = index.scan(start, n);
         // The values' blocks lie wherever they were allocated, not in key order: request them
-        // all before copying the first, so that their misses overlap.
+        // all before reading the first, so that their misses overlap.
         for &(_, word) in &pairs {
             value::prefetch(word);
         }
-        pairs
-            .into_iter()
-            // SAFETY: every word was loaded by the scan while `_guard` was pinned.
-            .map(|(key, word)| (key, unsafe { value::read(word) }))
-            .collect()
+        let visited = pairs.len();
+        for (key, word) in pairs {
+            // SAFETY: every word was loaded by the scan while `_guard` was pinned, and the
+            // guard outlives this read.
+            unsafe { value::with(word, |value| visit(key, value)) };
+        }
+        visited
     }
 
     /// Calls `visit` with every pair: in key order for an ordered table, in chunks each read

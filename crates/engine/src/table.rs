@@ -241,6 +241,18 @@ impl<K: TableKey> OrderedTable<K> {
         self.handle.store.scan(start.borrow(), n)
     }
 
+    /// [`scan`](Self::scan) that calls `visit` with each pair, ascending, the value read in
+    /// place without a copy; how many pairs it visited. The values stay pinned until the last
+    /// call returns, which delays the reclamation of replaced values: keep `visit` short.
+    pub fn scan_with<Q: Borrow<K::Query> + ?Sized>(
+        &self,
+        start: &Q,
+        n: usize,
+        visit: impl FnMut(K, &[u8]),
+    ) -> usize {
+        self.handle.store.scan_with(start.borrow(), n, visit)
+    }
+
     /// Every pair, ascending.
     pub fn iter(&self) -> Range<'_, K> {
         self.range::<K::Query, _>(..)
