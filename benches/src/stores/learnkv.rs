@@ -159,6 +159,6 @@ impl KvReader for Reader<'_> {
     fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
         Ok(self
             .table
-            .scan_with(start, n, |key, value| fold(checksum, &key, value)))
+            .scan_with(start, n, |key, value| fold(checksum, key, value)))
     }
 }

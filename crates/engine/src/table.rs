@@ -248,9 +248,11 @@ impl<K: TableKey> OrderedTable<K> {
         &self,
         start: &Q,
         n: usize,
-        visit: impl FnMut(K, &[u8]),
+        mut visit: impl FnMut(&K::Query, &[u8]),
     ) -> usize {
-        self.handle.store.scan_with(start.borrow(), n, visit)
+        self.handle
+            .store
+            .scan_with(start.borrow(), n, |key, value| visit(key.borrow(), value))
     }
 
     /// Every pair, ascending.

@@ -246,7 +246,7 @@ proptest! {
             let want: Vec<u64> = keys.range(a..).take(5).copied().collect();
             prop_assert_eq!(&scanned, &want);
             let mut visited = Vec::new();
-            let count = table.scan_with(&a, 5, |k, v| visited.push((k, v.to_vec())));
+            let count = table.scan_with(&a, 5, |&k, v| visited.push((k, v.to_vec())));
             prop_assert_eq!(count, want.len());
             let want_pairs: Vec<(u64, Vec<u8>)> =
                 want.iter().map(|&k| (k, k.to_le_bytes().to_vec())).collect();
