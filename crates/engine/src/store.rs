@@ -156,23 +156,26 @@ impl<K: TableKey> Store<K> {
     /// Up to `n` pairs from `start` on, in key order (ordered tables; empty for hash tables).
     pub(crate) fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, Vec<u8>)> {
         let mut pairs = Vec::with_capacity(n.min(SCAN_RESERVE));
-        self.scan_with(start, n, |key, value| pairs.push((key, value.to_vec())));
+        self.scan_with(start, n, |key, value| {
+            pairs.push((K::owned(key), value.to_vec()));
+        });
         pairs
     }
 
     /// Calls `visit` with up to `n` pairs with keys at or above `start`, ascending, each value
-    /// read in place; how many it visited.
+    /// read in place; how many it visited. The keys come in the index's own form, so a short
+    /// byte-string key costs no allocation.
     pub(crate) fn scan_with(
         &self,
         start: &K::Query,
         n: usize,
-        mut visit: impl FnMut(K, &[u8]),
+        mut visit: impl FnMut(&K::Query, &[u8]),
     ) -> usize {
         let Index::Ordered(index) = &self.index else {
             return 0;
         };
         let _guard = epoch::pin();
-        let pairs = index.scan(start, n);
+        let pairs = index.scan_stored(start, n);
         // The values' blocks lie wherever they were allocated, not in key order: request them
         // all before reading the first, so that their misses overlap.
         for &(_, word) in &pairs {
@@ -182,7 +185,7 @@ impl<K: TableKey> Store<K> {
         for (key, word) in pairs {
             // SAFETY: every word was loaded by the scan while `_guard` was pinned, and the
             // guard outlives this read.
-            unsafe { value::with(word, |value| visit(key, value)) };
+            unsafe { value::with(word, |value| visit(K::query(&key), value)) };
         }
         visited
     }

@@ -248,11 +248,9 @@ impl<K: TableKey> OrderedTable<K> {
         &self,
         start: &Q,
         n: usize,
-        mut visit: impl FnMut(&K::Query, &[u8]),
+        visit: impl FnMut(&K::Query, &[u8]),
     ) -> usize {
-        self.handle
-            .store
-            .scan_with(start.borrow(), n, |key, value| visit(key.borrow(), value))
+        self.handle.store.scan_with(start.borrow(), n, visit)
     }
 
     /// Every pair, ascending.

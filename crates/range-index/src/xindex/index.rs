@@ -177,6 +177,14 @@ impl<K: IndexKey> XIndex<K> {
         })
     }
 
+    /// [`OrderedIndex::scan`] with the keys in the records' own form ([`IndexKey::Stored`]:
+    /// `u64` itself; for byte strings a [`ByteKey`](crate::xindex::ByteKey), inline up to 30
+    /// bytes), which spares a scan of short byte-string keys one allocation per key.
+    pub fn scan_stored(&self, start: &K::Query, n: usize) -> Vec<(K::Stored, u64)> {
+        self.inner
+            .scan_as(Bound::Included(start), Bound::Unbounded, n, K::to_stored)
+    }
+
     /// The configuration the index was built with.
     pub fn config(&self) -> &Config {
         &self.inner.config

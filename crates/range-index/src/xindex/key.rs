@@ -399,6 +399,7 @@ mod tests {
             })
             .chain((0..3_000u32).map(|i| [&b"shared-prefix"[..], &i.to_be_bytes()].concat()))
             .chain((0..=255u8).flat_map(|b| [vec![b], vec![b, 0], vec![b, 0, 0, 1]]))
+            .chain((0..300u32).map(|i| [&[7u8; 36][..], &i.to_be_bytes()].concat()))
             .collect();
         keys.sort();
         keys.dedup();
@@ -418,6 +419,14 @@ mod tests {
             assert_eq!(index.get(key), None);
             let next = pairs.iter().find(|(k, _)| k > key).map(|(k, _)| k);
             assert_eq!(index.scan(key, 1).first().map(|(k, _)| k), next);
+        }
+        for key in keys.iter().step_by(7) {
+            let stored: Vec<(Vec<u8>, u64)> = index
+                .scan_stored(key, 5)
+                .into_iter()
+                .map(|(k, v)| (k.as_bytes().to_vec(), v))
+                .collect();
+            assert_eq!(stored, index.scan(key, 5), "scan_stored from {key:?}");
         }
     }
 

@@ -42,6 +42,7 @@ mod split;
 mod stats;
 mod validate;
 
+pub use byte_key::ByteKey;
 pub use config::{Config, MAX_MODELS};
 pub use delta::{DeltaIndex, DeltaIter};
 pub use error::Error;

@@ -34,6 +34,17 @@ impl<K: IndexKey> Inner<K> {
         end: Bound<&K::Query>,
         n: usize,
     ) -> Vec<(K, u64)> {
+        self.scan_as(start, end, n, K::from_query)
+    }
+
+    /// [`scan`](Self::scan) with each key made by `make` from the index's own copy.
+    pub(crate) fn scan_as<T: Borrow<K::Query>>(
+        &self,
+        start: Bound<&K::Query>,
+        end: Bound<&K::Query>,
+        n: usize,
+        make: impl Fn(&K::Query) -> T,
+    ) -> Vec<(T, u64)> {
         if n == 0 {
             return Vec::new();
         }
@@ -49,7 +60,7 @@ impl<K: IndexKey> Inner<K> {
         let mut from = start;
         loop {
             let (group, group_end) = root.locate_with_end(position);
-            if scan_group(group, from, end, group_end, n, &mut out) {
+            if scan_group(group, from, end, group_end, n, &make, &mut out) {
                 return out;
             }
             let Some(group_end) = group_end else {
@@ -68,13 +79,14 @@ impl<K: IndexKey> Inner<K> {
 /// (the next group's pivot) until
 /// `out` holds `limit` pairs; true if the scan is complete (limit reached or a key past `end`
 /// seen).
-fn scan_group<K: IndexKey>(
+fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
     group: &Group<K>,
     start: Bound<&K::Query>,
     end: Bound<&K::Query>,
     group_end: Option<&K>,
     limit: usize,
-    out: &mut Vec<(K, u64)>,
+    make: &impl Fn(&K::Query) -> T,
+    out: &mut Vec<(T, u64)>,
 ) -> bool {
     let (keys, cells) = (group.keys(), group.cells());
     // Every key is >= the smallest key, so an unbounded start is a start from it.
@@ -113,7 +125,7 @@ fn scan_group<K: IndexKey>(
                 out.last().is_none_or(|(last, _)| last.borrow() < key),
                 "groups hold disjoint, ascending key ranges"
             );
-            out.push((K::from_query(key), value));
+            out.push((make(key), value));
         }
         out.len() >= limit
     };
