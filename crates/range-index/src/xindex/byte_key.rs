@@ -13,7 +13,8 @@ use std::fmt;
 /// The longest key held inline.
 pub(crate) const INLINE_LEN: usize = 30;
 
-/// A byte-string key, inline when it is at most [`INLINE_LEN`] bytes long.
+/// A byte-string key as the records hold it: inline when it is at most 30 bytes long, else in a
+/// heap block of its own.
 #[derive(Clone)]
 pub struct ByteKey(Repr);
 
