@@ -118,7 +118,22 @@ impl StringModel {
 
     #[inline]
     fn predict_bytes(&self, key: &[u8]) -> usize {
-        match self.layout.compare_prefix(key) {
+        self.predict_ordered(key, self.layout.compare_prefix(key))
+    }
+
+    /// The predicted position of `key`, for a caller that holds its
+    /// [`prefix_word`](crate::prefix_word) (an index's search hint): the same prediction as
+    /// [`KeyModel::predict`], without a `memcmp` of the model's prefix when it is at most
+    /// eight bytes long.
+    #[inline]
+    pub fn predict_with_word(&self, key: &[u8], key_word: u64) -> usize {
+        self.predict_ordered(key, self.layout.compare_prefix_with_word(key, key_word))
+    }
+
+    /// The prediction for `key`, given how it compares with the model's prefix.
+    #[inline]
+    fn predict_ordered(&self, key: &[u8], to_prefix: Ordering) -> usize {
+        match to_prefix {
             Ordering::Less => 0,
             Ordering::Greater => self.len - 1,
             Ordering::Equal => clamp_prediction(

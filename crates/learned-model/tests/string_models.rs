@@ -7,6 +7,7 @@ use common::{StringShape, string_key_sets, string_keys, string_queries};
 use learned_model::search::lower_bound;
 use learned_model::{
     Error, GreedyGrouping, KeyModel, MAX_FEATURES, PartialKeyLayout, PiecewiseRoot, StringModel,
+    prefix_word,
 };
 use proptest::prelude::*;
 
@@ -45,6 +46,7 @@ proptest! {
         }
         for q in string_queries(&keys, seed) {
             prop_assert_eq!(model.lower_bound(&keys, &q), lower_bound(&keys, q.as_slice()), "query {:?}", q);
+            prop_assert_eq!(model.predict_with_word(&q, prefix_word(&q)), model.predict(&q[..]));
         }
     }
 
@@ -154,6 +156,11 @@ fn prefix_comparisons_follow_the_byte_order_at_every_prefix_length() {
                 layout.compare_prefix(query),
                 expected,
                 "{prefix:?} vs {query:?}"
+            );
+            assert_eq!(
+                layout.compare_prefix_with_word(query, prefix_word(query)),
+                expected,
+                "{prefix:?} vs {query:?} through the words"
             );
         }
     }

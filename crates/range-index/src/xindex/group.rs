@@ -310,13 +310,13 @@ impl<K: IndexKey> Group<K> {
         (start, end, model): (usize, usize, &K::Model),
         predicted: usize,
         key: &K::Query,
+        hint: K::Hint,
     ) -> usize {
         let slice = &trained.keys[start..end];
         if !K::HINTED {
             return K::stored_lower_bound(model, slice, key);
         }
         let hints = &trained.hints[start..end];
-        let hint = K::hint(key);
         let window = model.bounds().window(predicted, slice.len());
         let pos = search::lower_bound_in_by(hints, window.clone(), |&h| h < hint);
         // Every hint before `pos` is below `hint`, so its key is below `key`; a greater hint at
@@ -341,7 +341,9 @@ impl<K: IndexKey> Group<K> {
         let trained = self.trained();
         match self.model_for(trained.keys, key) {
             Ok(found @ (start, _, model)) => {
-                start + Self::model_lower_bound(&trained, found, model.predict(key), key)
+                let hint = K::hint(key);
+                let predicted = K::predict(model, key, hint);
+                start + Self::model_lower_bound(&trained, found, predicted, key, hint)
             }
             Err(from) => self.appended_lower_bound(from, key),
         }
@@ -359,7 +361,8 @@ impl<K: IndexKey> Group<K> {
         let Ok(found @ (start, end, model)) = self.model_for(trained.keys, key) else {
             return self.appended_record(trained.keys.len(), key);
         };
-        let predicted = model.predict(key);
+        let hint = K::hint(key);
+        let predicted = K::predict(model, key, hint);
         let window = model.bounds().window(predicted, end - start);
         if K::HINTED {
             prefetch::slice(&trained.hints[start..end][window]);
@@ -372,10 +375,10 @@ impl<K: IndexKey> Group<K> {
             predicted,
             RECORD_PREFETCH_RADIUS,
         );
-        let pos = start + Self::model_lower_bound(&trained, found, predicted, key);
+        let pos = start + Self::model_lower_bound(&trained, found, predicted, key, hint);
         if K::HINTED {
             // A different hint is a different key: no need to touch the key's slot.
-            if trained.hints.get(pos) != Some(&K::hint(key)) {
+            if trained.hints.get(pos) != Some(&hint) {
                 return None;
             }
             // The cell may lie beyond those requested around the prediction: request it before

@@ -97,6 +97,9 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// The hint of `query`, monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
     fn hint(query: &Self::Query) -> Self::Hint;
 
+    /// `model`'s prediction for `query`, whose hint the caller has computed.
+    fn predict(model: &Self::Model, query: &Self::Query, hint: Self::Hint) -> usize;
+
     /// Whether equal summaries ([`summary`](Self::summary)) mean equal keys.
     const SUMMARY_IS_KEY: bool;
 
@@ -225,6 +228,11 @@ impl IndexKey for u64 {
     #[inline]
     fn hint(_: &u64) {}
 
+    #[inline]
+    fn predict(model: &LinearModel, query: &u64, (): ()) -> usize {
+        model.predict(query)
+    }
+
     const SUMMARY_IS_KEY: bool = true;
 
     #[inline]
@@ -318,6 +326,13 @@ impl IndexKey for Vec<u8> {
     #[inline]
     fn hint(query: &[u8]) -> u64 {
         prefix_word(query)
+    }
+
+    /// Through the hint, which is the key's [`prefix_word`]: a model's prefix of up to eight
+    /// bytes compares without a `memcmp` ([`StringModel::predict_with_word`]).
+    #[inline]
+    fn predict(model: &StringModel, query: &[u8], hint: u64) -> usize {
+        model.predict_with_word(query, hint)
     }
 
     const SUMMARY_IS_KEY: bool = false;
