@@ -327,6 +327,11 @@ impl<K: IndexKey> Group<K> {
         if hints.get(pos) != Some(&hint) {
             return pos;
         }
+        // A run of one (keys that differ in their first eight bytes): one key comparison,
+        // without searching for the run's end.
+        if hints.get(pos + 1) != Some(&hint) {
+            return pos + usize::from(K::query(&slice[pos]) < key);
+        }
         let run_end =
             search::lower_bound_in_by(hints, pos..window.end.max(pos + 1), |&h| h <= hint);
         if run_end - pos > MAX_HINT_RUN {
