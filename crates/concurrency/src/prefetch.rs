@@ -9,13 +9,25 @@ pub const MAX_LINES: usize = 8;
 /// The size of a cache line.
 pub const LINE: usize = 64;
 
-/// Requests the cache lines of `items` (at most [`MAX_LINES`], from its start).
+/// Requests the cache lines `items` spans (at most [`MAX_LINES`], from its start).
 #[inline]
 pub fn slice<T>(items: &[T]) {
-    let bytes = std::mem::size_of_val(items).min(MAX_LINES * LINE);
     let start = items.as_ptr().cast::<u8>();
-    for offset in (0..bytes).step_by(LINE) {
-        line(start.wrapping_add(offset));
+    let lines = lines_spanned(start as usize, std::mem::size_of_val(items)).min(MAX_LINES);
+    let first = start.wrapping_sub(start as usize % LINE);
+    for index in 0..lines {
+        line(first.wrapping_add(index * LINE));
+    }
+}
+
+/// How many cache lines the `bytes` bytes from address `start` touch: from the line holding
+/// the first byte to the one holding the last, so a range that starts within a line can span
+/// one line more than its length in lines.
+fn lines_spanned(start: usize, bytes: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        (start % LINE + bytes - 1) / LINE + 1
     }
 }
 
@@ -40,4 +52,19 @@ pub fn line<T>(address: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_spans_the_lines_of_its_first_and_last_bytes() {
+        assert_eq!(lines_spanned(0, 0), 0);
+        assert_eq!(lines_spanned(0, 1), 1);
+        assert_eq!(lines_spanned(0, LINE), 1);
+        assert_eq!(lines_spanned(0, LINE + 1), 2);
+        assert_eq!(lines_spanned(LINE - 4, 8), 2);
+        assert_eq!(lines_spanned(3 * LINE + 8, 2 * LINE), 3);
+    }
 }
