@@ -12,7 +12,7 @@
 
 use std::cmp::Ordering;
 
-use crate::error::{Result, check_sorted};
+use crate::error::Result;
 use crate::model::{ErrorBounds, KeyModel, clamp_prediction};
 use crate::partial_key::PartialKeyLayout;
 use crate::search;
@@ -43,7 +43,7 @@ pub struct StringModel {
 impl StringModel {
     /// Fits by least squares over `keys[i] -> i`.
     pub fn fit<K: AsRef<[u8]> + Ord>(keys: &[K]) -> Result<Self> {
-        check_sorted(keys)?;
+        // The layout checks that the keys are sorted.
         let layout = PartialKeyLayout::from_sorted(keys)?;
         let dims = layout.effective_len().min(MAX_FEATURES);
         let n = keys.len() as f64;
@@ -83,7 +83,9 @@ impl StringModel {
         };
         let mut total = 0u64;
         for (i, key) in keys.iter().enumerate() {
-            let error = i as i64 - model.predict_bytes(key.as_ref()) as i64;
+            // Every trained key starts with the common prefix: its prediction is the model's
+            // own, without comparing the prefix again.
+            let error = i as i64 - model.predict_ordered(key.as_ref(), Ordering::Equal) as i64;
             model.bounds.include(error);
             total += error.unsigned_abs();
         }
