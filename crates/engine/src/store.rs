@@ -155,10 +155,17 @@ impl<K: TableKey> Store<K> {
 
     /// Up to `n` pairs from `start` on, in key order (ordered tables; empty for hash tables).
     pub(crate) fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, Vec<u8>)> {
+        let Index::Ordered(index) = &self.index else {
+            return Vec::new();
+        };
+        let _guard = epoch::pin();
         let mut pairs = Vec::with_capacity(n.min(SCAN_RESERVE));
-        self.scan_with(start, n, |key, value| {
-            pairs.push((K::owned(key), value.to_vec()));
-        });
+        // SAFETY: the scan loads the words while `_guard` is pinned, which outlives the reads.
+        unsafe {
+            read_scanned(index.scan(start, n), |key, value| {
+                pairs.push((key, value.to_vec()));
+            });
+        }
         pairs
     }
 
@@ -176,17 +183,9 @@ impl<K: TableKey> Store<K> {
         };
         let _guard = epoch::pin();
         let pairs = index.scan_stored(start, n);
-        // The values' blocks lie wherever they were allocated, not in key order: request them
-        // all before reading the first, so that their misses overlap.
-        for &(_, word) in &pairs {
-            value::prefetch(word);
-        }
         let visited = pairs.len();
-        for (key, word) in pairs {
-            // SAFETY: every word was loaded by the scan while `_guard` was pinned, and the
-            // guard outlives this read.
-            unsafe { value::with(word, |value| visit(K::query(&key), value)) };
-        }
+        // SAFETY: the scan loads the words while `_guard` is pinned, which outlives the reads.
+        unsafe { read_scanned(pairs, |key, value| visit(K::query(&key), value)) };
         visited
     }
 
@@ -334,4 +333,20 @@ fn decode_u64(key: &[u8]) -> u64 {
 pub(crate) fn discard(word: u64) {
     // SAFETY: the caller owns the word and no index ever held it.
     unsafe { value::free(word) };
+}
+
+/// Calls `read` with each scanned key and its value, in place. The values' blocks lie wherever
+/// they were allocated, not in key order: all of them are requested before the first is read,
+/// so that their misses overlap.
+///
+/// # Safety
+/// Every word was loaded from the index while a guard that the caller still holds was pinned.
+unsafe fn read_scanned<T>(pairs: Vec<(T, u64)>, mut read: impl FnMut(T, &[u8])) {
+    for &(_, word) in &pairs {
+        value::prefetch(word);
+    }
+    for (key, word) in pairs {
+        // SAFETY: the caller's guarantee.
+        unsafe { value::with(word, |value| read(key, value)) };
+    }
 }
