@@ -56,6 +56,18 @@ fn main() -> Result<(), learnkv::Error> {
         .map(|(name, _)| String::from_utf8_lossy(&name).into_owned())
         .collect();
     assert_eq!(names, ["kyoto", "lisbon", "lyon", "oslo"]);
+    // Ranges run from either end: the two largest names, from the end down.
+    let last_two: Vec<Vec<u8>> = cities
+        .range::<[u8], _>(..)
+        .rev()
+        .take(2)
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(last_two, [b"oslo".to_vec(), b"lyon".to_vec()]);
+    assert_eq!(
+        cities.first().map(|(name, _)| name),
+        Some(b"kyoto".to_vec())
+    );
     assert_eq!(visits.get(&2), Some(b"kyoto".to_vec()));
     let stats = db.stats();
     println!(

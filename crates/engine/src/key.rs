@@ -73,9 +73,6 @@ pub trait TableKey: IndexKey + HashKey + sealed::Sealed {
     /// The key whose encoding is `bytes`; `None` when `bytes` encode no key of this type.
     fn decode(bytes: &[u8]) -> Option<Self>;
 
-    /// The smallest key above `key`, if any.
-    fn successor(key: &Self) -> Option<Self>;
-
     /// The encoded length of `query`, checked against [`MAX_KEY_LEN`].
     fn encoded_len(query: &Self::Query) -> usize;
 
@@ -99,10 +96,6 @@ impl TableKey for u64 {
 
     fn decode(bytes: &[u8]) -> Option<Self> {
         Some(u64::from_be_bytes(bytes.try_into().ok()?))
-    }
-
-    fn successor(key: &Self) -> Option<Self> {
-        key.checked_add(1)
     }
 
     fn encoded_len(_: &u64) -> usize {
@@ -136,13 +129,6 @@ impl TableKey for Vec<u8> {
         Some(bytes.to_vec())
     }
 
-    fn successor(key: &Self) -> Option<Self> {
-        let mut next = Vec::with_capacity(key.len() + 1);
-        next.extend_from_slice(key);
-        next.push(0);
-        Some(next)
-    }
-
     fn encoded_len(query: &[u8]) -> usize {
         query.len()
     }
@@ -173,15 +159,5 @@ mod tests {
             assert_eq!(u64::decode(&u64::encode(&key)), Some(key));
         }
         assert_eq!(u64::decode(b"short"), None);
-    }
-
-    #[test]
-    fn successors_are_the_next_keys() {
-        assert_eq!(u64::successor(&7), Some(8));
-        assert_eq!(u64::successor(&u64::MAX), None);
-        assert_eq!(
-            Vec::<u8>::successor(&b"ab".to_vec()),
-            Some(b"ab\0".to_vec())
-        );
     }
 }

@@ -3,13 +3,14 @@
 //! under an epoch guard pinned before the word was loaded, and every word a write gets back
 //! from the index is retired through that guard (see the ownership rules in `value`).
 
+use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use crossbeam_epoch as epoch;
 use hash_index::{HashIndex, XIndexH};
 use range_index::OrderedIndex;
-use range_index::xindex::{IndexKey, XIndex};
+use range_index::xindex::XIndex;
 
 use crate::error::{Error, Result};
 use crate::key::{TableKey, TableKind};
@@ -169,6 +170,31 @@ impl<K: TableKey> Store<K> {
         pairs
     }
 
+    /// Up to `n` pairs with keys between `lower` and `upper`, ascending, or the last `n`
+    /// descending when `reverse` is set (ordered tables; empty for hash tables).
+    pub(crate) fn scan_between(
+        &self,
+        (lower, upper): (Bound<&K::Query>, Bound<&K::Query>),
+        n: usize,
+        reverse: bool,
+    ) -> Vec<(K, Vec<u8>)> {
+        let Index::Ordered(index) = &self.index else {
+            return Vec::new();
+        };
+        let _guard = epoch::pin();
+        let words = if reverse {
+            index.scan_range_rev((lower, upper), n)
+        } else {
+            index.scan_range((lower, upper), n)
+        };
+        let mut pairs = Vec::with_capacity(words.len());
+        // SAFETY: the scan loads the words while `_guard` is pinned, which outlives the reads.
+        unsafe {
+            read_scanned(words, |key, value| pairs.push((key, value.to_vec())));
+        }
+        pairs
+    }
+
     /// Calls `visit` with up to `n` pairs with keys at or above `start`, ascending, each value
     /// read in place; how many it visited. The keys come in the index's own form, so a short
     /// byte-string key costs no allocation.
@@ -198,17 +224,20 @@ impl<K: TableKey> Store<K> {
         const CHUNK: usize = 1024;
         match &self.index {
             Index::Ordered(_) => {
-                let mut next = Some(<K as IndexKey>::min_key());
-                while let Some(start) = next.take() {
-                    let chunk = self.scan(start.borrow(), CHUNK);
-                    if chunk.len() == CHUNK {
-                        next = chunk.last().and_then(|(key, _)| K::successor(key));
-                    }
+                let mut after: Option<K> = None;
+                loop {
+                    let lower = after
+                        .as_ref()
+                        .map_or(Bound::Unbounded, |key| Bound::Excluded(key.borrow()));
+                    let chunk = self.scan_between((lower, Bound::Unbounded), CHUNK, false);
                     for (key, value) in &chunk {
                         visit(key, value)?;
                     }
+                    if chunk.len() < CHUNK {
+                        return Ok(());
+                    }
+                    after = chunk.into_iter().next_back().map(|(key, _)| key);
                 }
-                Ok(())
             }
             Index::Hash(_) => {
                 for (key, value) in self.hash_pairs() {

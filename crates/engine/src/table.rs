@@ -8,8 +8,6 @@ use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use range_index::xindex::IndexKey;
-
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::key::{MAX_KEY_LEN, TableKey};
@@ -210,30 +208,51 @@ handle_traits!(OrderedTable);
 impl<K: TableKey> OrderedTable<K> {
     point_operations!();
 
-    /// The pairs whose keys lie in `range`, ascending. The iterator reads the table in chunks
-    /// as it goes: each pair is read consistently, but the whole is not a snapshot.
+    /// The pairs whose keys lie in `range`, ascending, or descending from the back
+    /// (`range(..).rev()`; the iterator is double-ended). It reads the table in chunks as it
+    /// goes: each pair is read consistently, but the whole is not a snapshot.
+    ///
+    /// ```
+    /// use engine::Db;
+    /// let db = Db::open_in_memory()?;
+    /// let events = db.ordered_table::<u64>("events")?;
+    /// for at in [10, 20, 30, 40] {
+    ///     events.insert(&at, b"e")?;
+    /// }
+    /// let latest: Vec<u64> = events.range(..40).rev().take(2).map(|(k, _)| k).collect();
+    /// assert_eq!(latest, [30, 20]);
+    /// # Ok::<(), engine::Error>(())
+    /// ```
     pub fn range<Q, R>(&self, range: R) -> Range<'_, K>
     where
         Q: Borrow<K::Query> + ?Sized,
         R: RangeBounds<Q>,
     {
-        let next = match range.start_bound() {
-            Bound::Included(start) => Some(K::owned(start.borrow())),
-            Bound::Excluded(start) => K::successor(&K::owned(start.borrow())),
-            Bound::Unbounded => Some(<K as IndexKey>::min_key()),
-        };
-        let end = match range.end_bound() {
-            Bound::Included(end) => Bound::Included(K::owned(end.borrow())),
-            Bound::Excluded(end) => Bound::Excluded(K::owned(end.borrow())),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let owned = |bound: Bound<&Q>| bound.map(|key| K::owned(key.borrow()));
         Range {
             store: &self.handle.store,
-            next,
-            end,
-            chunk: Vec::new().into_iter(),
+            lower: owned(range.start_bound()),
+            upper: owned(range.end_bound()),
+            front: Vec::new().into_iter(),
+            back: Vec::new().into_iter(),
             chunk_len: RANGE_CHUNK_MIN,
+            drained: false,
         }
+    }
+
+    /// The pair with the smallest key, if any.
+    pub fn first(&self) -> Option<(K, Vec<u8>)> {
+        self.end_pair(false)
+    }
+
+    /// The pair with the largest key, if any.
+    pub fn last(&self) -> Option<(K, Vec<u8>)> {
+        self.end_pair(true)
+    }
+
+    fn end_pair(&self, last: bool) -> Option<(K, Vec<u8>)> {
+        let whole = (Bound::Unbounded, Bound::Unbounded);
+        self.handle.store.scan_between(whole, 1, last).pop()
     }
 
     /// Up to `n` pairs with keys at or above `start`, ascending.
@@ -259,15 +278,45 @@ impl<K: TableKey> OrderedTable<K> {
     }
 }
 
-/// The iterator of [`OrderedTable::range`].
+/// The iterator of [`OrderedTable::range`], double-ended. Each end fetches only between the
+/// last keys the two have fetched; once a fetch finds fewer pairs than it asked for, both take
+/// what is left from the chunks in hand, so no pair comes out twice.
 pub struct Range<'a, K: TableKey> {
     store: &'a Store<K>,
-    /// Where the next chunk starts; `None` once the end is reached.
-    next: Option<K>,
-    end: Bound<K>,
-    chunk: std::vec::IntoIter<(K, Vec<u8>)>,
+    /// Above the last key the front fetched (the range's start before that).
+    lower: Bound<K>,
+    /// Below the last key the back fetched (the range's end before that).
+    upper: Bound<K>,
+    /// The front's chunk, ascending.
+    front: std::vec::IntoIter<(K, Vec<u8>)>,
+    /// The back's chunk, descending.
+    back: std::vec::IntoIter<(K, Vec<u8>)>,
     /// The size of the next fetch.
     chunk_len: usize,
+    /// Every pair between `lower` and `upper` was fetched.
+    drained: bool,
+}
+
+impl<K: TableKey> Range<'_, K> {
+    /// Fetches the next chunk at one end; the pairs come largest first from the back.
+    fn fetch(&mut self, back: bool) -> std::vec::IntoIter<(K, Vec<u8>)> {
+        let between = (
+            self.lower.as_ref().map(Borrow::borrow),
+            self.upper.as_ref().map(Borrow::borrow),
+        );
+        let chunk = self.store.scan_between(between, self.chunk_len, back);
+        self.drained = chunk.len() < self.chunk_len;
+        self.chunk_len = (self.chunk_len * 2).min(RANGE_CHUNK_MAX);
+        if let Some((key, _)) = chunk.last() {
+            let fetched = Bound::Excluded(key.clone());
+            if back {
+                self.upper = fetched;
+            } else {
+                self.lower = fetched;
+            }
+        }
+        chunk.into_iter()
+    }
 }
 
 impl<K: TableKey> Iterator for Range<'_, K> {
@@ -275,29 +324,27 @@ impl<K: TableKey> Iterator for Range<'_, K> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((key, value)) = self.chunk.next() {
-                let inside = match &self.end {
-                    Bound::Included(end) => key <= *end,
-                    Bound::Excluded(end) => key < *end,
-                    Bound::Unbounded => true,
-                };
-                if !inside {
-                    self.next = None;
-                    self.chunk = Vec::new().into_iter();
-                    return None;
-                }
-                return Some((key, value));
+            if let Some(pair) = self.front.next() {
+                return Some(pair);
             }
-            let start = self.next.take()?;
-            let chunk = self.store.scan(start.borrow(), self.chunk_len);
-            if chunk.len() == self.chunk_len {
-                self.next = chunk.last().and_then(|(key, _)| K::successor(key));
+            if self.drained {
+                return self.back.next_back();
             }
-            self.chunk_len = (self.chunk_len * 2).min(RANGE_CHUNK_MAX);
-            if chunk.is_empty() {
-                return None;
+            self.front = self.fetch(false);
+        }
+    }
+}
+
+impl<K: TableKey> DoubleEndedIterator for Range<'_, K> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(pair) = self.back.next() {
+                return Some(pair);
             }
-            self.chunk = chunk.into_iter();
+            if self.drained {
+                return self.front.next_back();
+            }
+            self.back = self.fetch(true);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Concurrent clients on one database: writers on their own keys and on shared keys, readers
-//! running point reads and ranges meanwhile, checked for lost or invented writes, then
-//! reopened and checked again.
+//! running point reads and ranges (forward and backward) meanwhile, checked for lost or
+//! invented writes, then reopened and checked again.
 
 mod common;
 
@@ -80,6 +80,13 @@ fn concurrent_clients_lose_nothing() {
                         let mut previous = None;
                         for (key, value) in own.range(from..(t << 32 | WRITES)).take(50) {
                             assert!(previous < Some(key), "range out of order");
+                            previous = Some(key);
+                            assert_eq!(decode(&value), (t, key & 0xffff_ffff));
+                        }
+                        // The same from the end down, on the reader's other rounds.
+                        let mut previous = None;
+                        for (key, value) in own.range(t << 32..from).rev().take(50) {
+                            assert!(previous.is_none_or(|p| key < p), "reverse out of order");
                             previous = Some(key);
                             assert_eq!(decode(&value), (t, key & 0xffff_ffff));
                         }

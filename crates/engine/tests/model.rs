@@ -94,6 +94,19 @@ impl Tables {
                 pairs.is_sorted(),
                 "ordered table {table} iterates in key order"
             );
+            let backward: Vec<(Vec<u8>, Vec<u8>)> = match table {
+                0 => self
+                    .ordered_u64
+                    .iter()
+                    .rev()
+                    .map(|(k, v)| (model_key(0, k), v))
+                    .collect(),
+                _ => self.ordered_bytes.iter().rev().collect(),
+            };
+            assert!(
+                backward.iter().rev().eq(&pairs),
+                "ordered table {table} iterates backward in reverse key order"
+            );
         }
         pairs
     }
@@ -218,7 +231,10 @@ proptest! {
     #[test]
     fn ordered_ranges_match_the_model(
         keys in prop::collection::btree_set(0u64..2_000, 0..600),
-        bounds in prop::collection::vec((0u64..2_100, 0u64..2_100, 0u8..3, 0u8..3), 1..20),
+        bounds in prop::collection::vec(
+            (0u64..2_100, 0u64..2_100, 0u8..3, 0u8..3, any::<u64>()),
+            1..20,
+        ),
     ) {
         use std::ops::Bound::{self, Excluded, Included, Unbounded};
         let db = Db::open_in_memory().unwrap();
@@ -229,7 +245,9 @@ proptest! {
         let bound = |kind: u8, key: u64| -> Bound<u64> {
             match kind { 0 => Included(key), 1 => Excluded(key), _ => Unbounded }
         };
-        for (a, b, ka, kb) in bounds {
+        prop_assert_eq!(table.first().map(|(k, _)| k), keys.first().copied());
+        prop_assert_eq!(table.last(), keys.last().map(|&k| (k, k.to_le_bytes().to_vec())));
+        for (a, b, ka, kb, pattern) in bounds {
             let range = (bound(ka, a), bound(kb, b));
             let got: Vec<u64> = table.range(range).map(|(k, _)| k).collect();
             let valid = match (range.0, range.1) {
@@ -239,8 +257,25 @@ proptest! {
             if valid && !(matches!(range, (Excluded(s), Excluded(e)) if s == e)) {
                 let want: Vec<u64> = keys.range(range).copied().collect();
                 prop_assert_eq!(got, want);
+                // Both ends: from the back at each step whose bit is set in `pattern`.
+                let mut both = table.range(range);
+                let mut model = keys.range(range);
+                for step in 0usize.. {
+                    let (pair, expected) = if pattern >> (step % 64) & 1 == 1 {
+                        (both.next_back(), model.next_back())
+                    } else {
+                        (both.next(), model.next())
+                    };
+                    let expected = expected.map(|&k| (k, k.to_le_bytes().to_vec()));
+                    prop_assert_eq!(&pair, &expected, "step {} of pattern {:#x}", step, pattern);
+                    if expected.is_none() {
+                        prop_assert!(both.next().is_none() && both.next_back().is_none());
+                        break;
+                    }
+                }
             } else {
                 prop_assert!(got.is_empty(), "an empty or reversed range yields nothing");
+                prop_assert!(table.range(range).next_back().is_none(), "also from the back");
             }
             let scanned: Vec<u64> = table.scan(&a, 5).into_iter().map(|(k, _)| k).collect();
             let want: Vec<u64> = keys.range(a..).take(5).copied().collect();

@@ -19,8 +19,9 @@ pub use xindex::XIndex;
 /// are linearizable; [`scan`](Self::scan) and [`range`](Self::range) read each pair
 /// consistently but are not snapshots.
 pub trait OrderedIndex<K: Key>: Send + Sync {
-    /// The iterator [`range`](Self::range) returns.
-    type Range<'a>: Iterator<Item = (K, u64)>
+    /// The iterator [`range`](Self::range) returns; it also runs backward, from the range's
+    /// end (`range(..).rev()`).
+    type Range<'a>: DoubleEndedIterator<Item = (K, u64)>
     where
         Self: 'a;
 
@@ -36,8 +37,8 @@ pub trait OrderedIndex<K: Key>: Send + Sync {
     /// Up to `n` pairs with keys `>= start`, in ascending key order.
     fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, u64)>;
 
-    /// The pairs whose keys lie in `range`, in ascending key order (empty when the range is
-    /// empty or reversed).
+    /// The pairs whose keys lie in `range`, in ascending key order, or descending through
+    /// [`DoubleEndedIterator`] (empty when the range is empty or reversed).
     fn range<R: RangeBounds<K::Query>>(&self, range: R) -> Self::Range<'_>;
 
     /// The number of keys present (exact when no operation runs concurrently).

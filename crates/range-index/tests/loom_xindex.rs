@@ -443,3 +443,30 @@ fn case14_two_background_shares_compact_at_once_under_a_put_and_a_get() {
         assert_both_compacted_once(&index);
     });
 }
+
+#[test]
+fn case15_reverse_scans_during_group_split_and_merge() {
+    // A reverse scan walks the groups from the end down by their pivots: across a split's
+    // right half (reachable only through `next` until the root update) and a merge's NULL slot
+    // it must return every key once, descending.
+    model("case15 reverse scan ‖ split", || {
+        let index = four_keys(false);
+        let scan = spawn(&index, |index| index.scan_range_rev(.., 10));
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        assert_eq!(
+            scan.join().expect("the scan finishes"),
+            vec![(40, 4), (30, 3), (20, 2), (10, 1)]
+        );
+        settle(&index);
+    });
+    model("case15 reverse range below a pivot ‖ merge", || {
+        let index = four_keys(true);
+        let scan = spawn(&index, |index| index.range(..35).rev().collect::<Vec<_>>());
+        assert!(index.restructure_slot_with(0, Restructure::MergeGroup, |_| {}));
+        assert_eq!(
+            scan.join().expect("the scan finishes"),
+            vec![(30, 3), (20, 2), (10, 1)]
+        );
+        settle(&index);
+    });
+}

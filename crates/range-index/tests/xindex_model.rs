@@ -23,7 +23,9 @@ enum Op<K> {
     Insert(K, u64),
     Remove(K),
     Scan(K, usize),
-    Range(Bound<K>, Bound<K>),
+    /// A range read forward, then read again from both ends: from the back at each step
+    /// whose bit is set in the pattern.
+    Range(Bound<K>, Bound<K>, u64),
     Len,
     Maintain,
     /// The compaction pass of background thread `part` of `parts` (modulo `parts`).
@@ -88,19 +90,30 @@ fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>
                 "scan {start:?} {n}"
             );
         }
-        Op::Range(start, end) => {
+        Op::Range(start, end, pattern) => {
             let bounds = (
                 start.as_ref().map(TestKey::query),
                 end.as_ref().map(TestKey::query),
             );
             let owned = (start.clone(), end.clone());
-            let expected: Vec<_> = model
-                .iter()
-                .filter(|(k, _)| std::ops::RangeBounds::contains(&owned, *k))
-                .map(|(k, v)| (k.clone(), *v))
-                .collect();
+            let expected = || {
+                model
+                    .iter()
+                    .filter(|(k, _)| std::ops::RangeBounds::contains(&owned, *k))
+                    .map(|(k, v)| (k.clone(), *v))
+            };
             let got: Vec<_> = index.range(bounds).collect();
-            assert_eq!(got, expected, "range {start:?}..{end:?}");
+            assert_eq!(
+                got,
+                expected().collect::<Vec<_>>(),
+                "range {start:?}..{end:?}"
+            );
+            assert_same_from_both_ends(
+                index.range(bounds),
+                expected(),
+                *pattern,
+                &format!("range {start:?}..{end:?} from both ends, pattern {pattern:#x}"),
+            );
         }
         Op::Len => assert_eq!(index.len(), model.len(), "len"),
         Op::Maintain => {
@@ -121,6 +134,31 @@ fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>
             change,
             batches,
         } => restructure_in_phases(index, model, *slot, *change, batches),
+    }
+}
+
+/// Takes from `got` and `want` alike, from the back at each step whose bit is set in
+/// `pattern` (cycling through its 64 bits) and from the front otherwise, checking every answer,
+/// until `want` ends; then `got` must have ended at both ends too.
+fn assert_same_from_both_ends<T: PartialEq + Debug>(
+    mut got: impl DoubleEndedIterator<Item = T>,
+    mut want: impl DoubleEndedIterator<Item = T>,
+    pattern: u64,
+    what: &str,
+) {
+    for step in 0usize.. {
+        let (item, expected) = if pattern >> (step % 64) & 1 == 1 {
+            (got.next_back(), want.next_back())
+        } else {
+            (got.next(), want.next())
+        };
+        let end = expected.is_none();
+        assert_eq!(item, expected, "{what}: step {step}");
+        if end {
+            assert_eq!(got.next(), None, "{what}: front after the end");
+            assert_eq!(got.next_back(), None, "{what}: back after the end");
+            return;
+        }
     }
 }
 
@@ -260,7 +298,7 @@ fn foreground<K: TestKey>(keys: BoxedStrategy<K>) -> BoxedStrategy<Op<K>> {
         4 => (keys.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => keys.clone().prop_map(Op::Remove),
         1 => (keys, 0..6usize).prop_map(|(k, n)| Op::Scan(k, n)),
-        1 => (bound.clone(), bound).prop_map(|(s, e)| Op::Range(s, e)),
+        1 => (bound.clone(), bound, any::<u64>()).prop_map(|(s, e, p)| Op::Range(s, e, p)),
         1 => Just(Op::Len),
     ]
     .boxed()
@@ -516,6 +554,86 @@ fn background_threads_compact_on_their_own() {
 /// excluded start and stop at its limit, its end and each group's end.
 #[test]
 fn scans_merge_array_runs_with_delta_keys() {
+    let (index, model) = small_groups_with_delta_keys();
+    for start in (0..8_100u64).step_by(37) {
+        for n in [1, 2, 7, 64, 100, 300] {
+            let pairs = |range: (Bound<u64>, Bound<u64>)| -> Vec<(u64, u64)> {
+                model.range(range).take(n).map(|(&k, &v)| (k, v)).collect()
+            };
+            let from = (Bound::Included(start), Bound::Unbounded);
+            assert_eq!(index.scan(&start, n), pairs(from), "scan({start}, {n})");
+            let after = (Bound::Excluded(start), Bound::Unbounded);
+            let got: Vec<_> = index.range(after).take(n).collect();
+            assert_eq!(got, pairs(after), "{n} after {start}");
+            let span = start..start + 3 * n as u64;
+            let got: Vec<_> = index.range(span.clone()).collect();
+            let want: Vec<_> = model.range(span.clone()).map(|(&k, &v)| (k, v)).collect();
+            assert_eq!(got, want, "{span:?}");
+        }
+    }
+}
+
+/// Reverse scans over the same groups: the last `n` pairs below ends all over the key range,
+/// included or excluded, above starts included or excluded, across many groups, their delta
+/// keys and removed records; and ranges read from both ends in patterns that cross the
+/// iterator's chunks of 128 pairs from either side.
+#[test]
+fn reverse_scans_and_ranges_read_from_both_ends() {
+    let (index, model) = small_groups_with_delta_keys();
+    let owned = |(k, v): (&u64, &u64)| (*k, *v);
+    for end in (0..8_100u64).step_by(41) {
+        for n in [1, 2, 7, 64, 300] {
+            let start = end.saturating_sub(37 * n as u64);
+            let bounds = [
+                (Bound::Unbounded, Bound::Included(end)),
+                (Bound::Included(start), Bound::Excluded(end)),
+                (Bound::Excluded(start), Bound::Included(end)),
+                (Bound::Excluded(end), Bound::Unbounded),
+            ];
+            for range in bounds {
+                let want: Vec<_> = model.range(range).rev().take(n).map(owned).collect();
+                assert_eq!(index.scan_range_rev(range, n), want, "{range:?}, last {n}");
+            }
+        }
+    }
+    let whole: Vec<_> = model.iter().map(owned).collect();
+    let mut backward: Vec<_> = index.range(..).rev().collect();
+    backward.reverse();
+    assert_eq!(backward, whole, "the whole index, backward");
+    for pattern in [
+        0,
+        u64::MAX,
+        0xaaaa_aaaa_aaaa_aaaa,
+        0x0f0f,
+        1 << 63,
+        0x1234_5678_9abc_def0,
+    ] {
+        for range in [
+            (Bound::Unbounded, Bound::Unbounded),
+            (Bound::Included(900), Bound::Excluded(7_000)),
+        ] {
+            assert_same_from_both_ends(
+                index.range(range),
+                model.range(range).map(owned),
+                pattern,
+                &format!("{range:?}, pattern {pattern:#x}"),
+            );
+        }
+    }
+    // Taking 128 from the back, then everything from the front: the front's fetches stop
+    // below the back's chunk and then take its rest from the small end.
+    let mut both = index.range(..);
+    let back: Vec<_> = both.by_ref().rev().take(128).collect();
+    let front: Vec<_> = both.collect();
+    assert_eq!(front.len() + back.len(), whole.len());
+    assert_eq!(front, whole[..front.len()]);
+    assert!(back.iter().rev().eq(&whole[front.len()..]));
+}
+
+/// 2,000 keys bulk-loaded into groups of at most 64, new keys between them in the delta
+/// indexes, some array records removed, and some of those keys inserted again (a live delta
+/// entry beside a dead record); with the model of the same contents.
+fn small_groups_with_delta_keys() -> (XIndex<u64>, BTreeMap<u64, u64>) {
     let config = Config {
         background_threads: 0,
         max_group_size: 64,
@@ -541,20 +659,5 @@ fn scans_merge_array_runs_with_delta_keys() {
         index.stats().delta_keys > 0,
         "new keys wait in the delta indexes"
     );
-    for start in (0..8_100u64).step_by(37) {
-        for n in [1, 2, 7, 64, 100, 300] {
-            let pairs = |range: (Bound<u64>, Bound<u64>)| -> Vec<(u64, u64)> {
-                model.range(range).take(n).map(|(&k, &v)| (k, v)).collect()
-            };
-            let from = (Bound::Included(start), Bound::Unbounded);
-            assert_eq!(index.scan(&start, n), pairs(from), "scan({start}, {n})");
-            let after = (Bound::Excluded(start), Bound::Unbounded);
-            let got: Vec<_> = index.range(after).take(n).collect();
-            assert_eq!(got, pairs(after), "{n} after {start}");
-            let span = start..start + 3 * n as u64;
-            let got: Vec<_> = index.range(span.clone()).collect();
-            let want: Vec<_> = model.range(span.clone()).map(|(&k, &v)| (k, v)).collect();
-            assert_eq!(got, want, "{span:?}");
-        }
-    }
+    (index, model)
 }

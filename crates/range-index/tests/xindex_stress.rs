@@ -11,8 +11,9 @@
 //! - **lost updates and resurrection**: each worker owns keys it alone writes, with strictly
 //!   increasing values and removes; every result must match its private model, and the final
 //!   contents must equal it;
-//! - **scans**: strictly ascending, no duplicates, and every key that exists throughout (the
-//!   stable keys, never written) inside the scanned interval is returned with its value.
+//! - **scans**: forward, reverse and from both ends of a range, strictly ordered, no
+//!   duplicates, and every key that exists throughout (the stable keys, never written) inside
+//!   the scanned interval is returned with its value.
 #![cfg(not(loom))]
 
 use std::collections::BTreeMap;
@@ -256,37 +257,95 @@ fn worker<K: StressKey>(
                     }
                 }
             }
-            _ => check_scan(index, rng.random_range(0..KEY_SPACE), rng.random_bool(0.5)),
+            _ => {
+                let kinds = [
+                    ScanKind::Forward,
+                    ScanKind::Range,
+                    ScanKind::Reverse,
+                    ScanKind::RangeReversed,
+                    ScanKind::BothEnds,
+                ];
+                let kind = kinds[rng.random_range(0..kinds.len())];
+                check_scan(index, rng.random_range(0..KEY_SPACE), kind);
+            }
         }
     }
     events
 }
 
-/// A scan (or a range iteration) from `start`: strictly ascending, and every stable key of the
-/// covered interval is present with its value.
-fn check_scan<K: StressKey>(index: &XIndex<K>, start: u64, as_range: bool) {
-    let from = K::make(start);
-    let pairs: Vec<(K, u64)> = if as_range {
-        let to = K::make(start + 64);
-        index
-            .range((Bound::Included(from.query()), Bound::Excluded(to.query())))
-            .collect()
-    } else {
-        index.scan(from.query(), SCAN_LEN)
+/// How [`check_scan`] reads the index.
+#[derive(Clone, Copy, Debug)]
+enum ScanKind {
+    /// `scan(at, SCAN_LEN)`.
+    Forward,
+    /// `range(at..at + 64)`.
+    Range,
+    /// The last `SCAN_LEN` pairs below `at` (`scan_range_rev`).
+    Reverse,
+    /// `range(at - 64..at).rev()`.
+    RangeReversed,
+    /// `range(at..at + 64)` from both ends, in the pattern of the bits of `at * 0x9e37_79b9`.
+    BothEnds,
+}
+
+/// A scan of one kind near `at`: ascending (descending from the back) strictly, and every
+/// stable key of the interval it covers present with its value.
+fn check_scan<K: StressKey>(index: &XIndex<K>, at: u64, kind: ScanKind) {
+    let key = K::make;
+    let (lo, hi) = match kind {
+        ScanKind::Forward | ScanKind::Range | ScanKind::BothEnds => (at, at + 64),
+        ScanKind::Reverse | ScanKind::RangeReversed => (at.saturating_sub(64), at),
     };
+    let (from, to) = (key(lo), key(hi));
+    let bounds = (Bound::Included(from.query()), Bound::Excluded(to.query()));
+    let mut pairs: Vec<(K, u64)> = match kind {
+        ScanKind::Forward => index.scan(from.query(), SCAN_LEN),
+        ScanKind::Range => index.range(bounds).collect(),
+        ScanKind::Reverse => index.scan_range_rev((Bound::Unbounded, bounds.1), SCAN_LEN),
+        ScanKind::RangeReversed => index.range(bounds).rev().collect(),
+        ScanKind::BothEnds => {
+            let pattern = at.wrapping_mul(0x9e37_79b9);
+            let mut range = index.range(bounds);
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            for step in 0.. {
+                let (side, pair) = if pattern >> (step % 64) & 1 == 1 {
+                    (&mut back, range.next_back())
+                } else {
+                    (&mut front, range.next())
+                };
+                match pair {
+                    Some(pair) => side.push(pair),
+                    None => break,
+                }
+            }
+            assert!(range.next().is_none() && range.next_back().is_none());
+            front.extend(back.into_iter().rev());
+            front
+        }
+    };
+    let descending = matches!(kind, ScanKind::Reverse | ScanKind::RangeReversed);
+    if descending {
+        pairs.reverse();
+    }
     let numbers: Vec<u64> = pairs.iter().map(|(k, _)| k.number()).collect();
     assert!(
         numbers.windows(2).all(|w| w[0] < w[1]),
-        "scan from {start} ascends strictly: {numbers:?}"
+        "{kind:?} scan at {at} is strictly ordered: {numbers:?}"
     );
-    assert!(numbers.first().is_none_or(|&n| n >= start));
-    let end = if as_range {
-        start + 64
-    } else if pairs.len() == SCAN_LEN {
-        numbers[SCAN_LEN - 1] + 1
-    } else {
-        u64::MAX
+    // The interval the scan covers: a full scan stops at its last key.
+    let (covered_lo, covered_hi) = match kind {
+        ScanKind::Forward if pairs.len() == SCAN_LEN => (lo, numbers[SCAN_LEN - 1] + 1),
+        ScanKind::Forward => (lo, u64::MAX),
+        ScanKind::Reverse if pairs.len() == SCAN_LEN => (numbers[0], hi),
+        ScanKind::Reverse => (0, hi),
+        _ => (lo, hi),
     };
+    assert!(
+        numbers
+            .iter()
+            .all(|&n| (covered_lo..covered_hi).contains(&n)),
+        "{kind:?} scan at {at} stays within its bounds: {numbers:?}"
+    );
     let stable_in_scan: Vec<u64> = pairs
         .iter()
         .filter(|(k, _)| k.number() % 4 == 0 && k.number() < KEY_SPACE)
@@ -295,12 +354,12 @@ fn check_scan<K: StressKey>(index: &XIndex<K>, start: u64, as_range: bool) {
             *v
         })
         .collect();
-    let expected: Vec<u64> = (start.next_multiple_of(4)..end.min(KEY_SPACE))
+    let expected: Vec<u64> = (covered_lo.next_multiple_of(4)..covered_hi.min(KEY_SPACE))
         .step_by(4)
         .collect();
     assert_eq!(
         stable_in_scan, expected,
-        "scan from {start} returns every stable key it covers"
+        "{kind:?} scan at {at} returns every stable key it covers"
     );
 }
 

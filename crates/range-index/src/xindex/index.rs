@@ -177,6 +177,31 @@ impl<K: IndexKey> XIndex<K> {
         })
     }
 
+    /// Up to `n` live pairs with keys in `range`, ascending, read in one online section: one
+    /// chunk of [`range`](OrderedIndex::range), for callers that read what the values point
+    /// to under a protection of their own.
+    ///
+    /// ```
+    /// use range_index::OrderedIndex;
+    /// use range_index::xindex::{Config, XIndex};
+    ///
+    /// let pairs: Vec<(u64, u64)> = (1..=9).map(|k| (k, k * 10)).collect();
+    /// let index = XIndex::bulk_load(&pairs, Config::default())?;
+    /// assert_eq!(index.scan_range(3..7, 2), [(3, 30), (4, 40)]);
+    /// assert_eq!(index.scan_range_rev(3..7, 2), [(6, 60), (5, 50)]);
+    /// # Ok::<(), range_index::xindex::Error>(())
+    /// ```
+    pub fn scan_range<R: RangeBounds<K::Query>>(&self, range: R, n: usize) -> Vec<(K, u64)> {
+        self.inner.scan(range.start_bound(), range.end_bound(), n)
+    }
+
+    /// Up to `n` live pairs with keys in `range`, the largest first, read in one online
+    /// section (see [`scan_range`](Self::scan_range)).
+    pub fn scan_range_rev<R: RangeBounds<K::Query>>(&self, range: R, n: usize) -> Vec<(K, u64)> {
+        self.inner
+            .scan_rev(range.start_bound(), range.end_bound(), n)
+    }
+
     /// [`OrderedIndex::scan`] with the keys in the records' own form ([`IndexKey::Stored`]:
     /// `u64` itself; for byte strings a [`ByteKey`](crate::xindex::ByteKey), inline up to 30
     /// bytes), which spares a scan of short byte-string keys one allocation per key.

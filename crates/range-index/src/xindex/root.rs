@@ -10,6 +10,7 @@
 //! [`group`](crate::xindex::group)'s module comment).
 
 use std::mem::size_of;
+use std::ops::Bound;
 
 use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
@@ -148,6 +149,38 @@ impl<K: IndexKey> Root<K> {
             group = next;
         }
         (group, self.pivots.get(slot + 1))
+    }
+
+    /// The group answering for the largest keys within the upper bound `end`, for a reverse
+    /// scan: the group responsible for the key itself (`Included`), for the keys just below it
+    /// (`Excluded`: the last group whose pivot is below it), or the last group (`Unbounded`).
+    /// Its range ends at or above `end`; it may begin above the keys the scan still wants.
+    pub(crate) fn locate_end(&self, end: Bound<&K::Query>) -> &Group<K> {
+        let slot = match end {
+            Bound::Included(key) => self.slot_of(key),
+            // A slot whose pivot is the key starts at it: the keys below lie in the slot before.
+            Bound::Excluded(key) => {
+                let slot = self.slot_of(key);
+                slot - usize::from(slot > 0 && self.pivots[slot].borrow() == key)
+            }
+            Bound::Unbounded => self.slots.len() - 1,
+        };
+        let mut group = (0..=slot)
+            .rev()
+            .find_map(|i| self.group(i))
+            .expect("slot 0 always holds a group");
+        while let Some(next) = group.next() {
+            let answers = match end {
+                Bound::Included(key) => next.pivot().borrow() <= key,
+                Bound::Excluded(key) => next.pivot().borrow() < key,
+                Bound::Unbounded => true,
+            };
+            if !answers {
+                break;
+            }
+            group = next;
+        }
+        group
     }
 
     /// Every reachable group once, in key order (each slot's group and its chain, NULL slots

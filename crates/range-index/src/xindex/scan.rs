@@ -5,6 +5,14 @@
 //! ([`Root::locate_with_end`](crate::xindex::root::Root::locate_with_end)), so a group that a
 //! merge made stale is never asked for keys beyond its own range.
 //!
+//! Reverse scans (an addition: the paper scans forward only) walk the groups from the end
+//! bound down: the group answering for the largest wanted keys
+//! ([`Root::locate_end`](crate::xindex::root::Root::locate_end)), its array read downward from
+//! the bound and its delta indexes' keys in the range collected and read backward, then the
+//! group answering for the keys below its pivot. Each group is asked only for keys between its
+//! pivot and the bound, which lies within its own range, so neighbours' keys held by the views
+//! of a split or by a merge's shared `tmp_buf` are never taken twice.
+//!
 //! Scans read each record consistently but are not snapshots: a pair is returned if its
 //! record was live when the scan read it.
 
@@ -13,6 +21,7 @@ use std::ops::{Bound, RangeBounds};
 
 use concurrency::{RecordCell, prefetch};
 
+use crate::xindex::delta::DeltaIndex;
 use crate::xindex::group::Group;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
@@ -73,6 +82,125 @@ impl<K: IndexKey> Inner<K> {
             from = Bound::Included(position);
         }
     }
+
+    /// Up to `n` live pairs with keys within `(start, end)`, the largest first, in one online
+    /// section.
+    pub(crate) fn scan_rev(
+        &self,
+        start: Bound<&K::Query>,
+        end: Bound<&K::Query>,
+        n: usize,
+    ) -> Vec<(K, u64)> {
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(n.min(MAX_RESERVED));
+        let pinned = self.pin();
+        let root = pinned.root();
+        let min_key = K::min_key();
+        let mut upper = end;
+        loop {
+            let group = root.locate_end(upper);
+            if scan_group_rev(group, start, upper, n, &mut out) {
+                return out;
+            }
+            let pivot = group.pivot().borrow();
+            let start_above = match start {
+                Bound::Included(key) | Bound::Excluded(key) => key >= pivot,
+                Bound::Unbounded => false,
+            };
+            if start_above || pivot == min_key.borrow() {
+                return out;
+            }
+            upper = Bound::Excluded(pivot);
+        }
+    }
+}
+
+/// Appends to `out`, the largest first, the live pairs of `group` within `(start, end)` and
+/// at or above its pivot (`end` lies within the group's range) until `out` holds `limit`
+/// pairs; true if `out` is full.
+fn scan_group_rev<K: IndexKey>(
+    group: &Group<K>,
+    start: Bound<&K::Query>,
+    end: Bound<&K::Query>,
+    limit: usize,
+    out: &mut Vec<(K, u64)>,
+) -> bool {
+    let (keys, cells) = (group.keys(), group.cells());
+    let pivot = group.pivot().borrow();
+    let from = match start {
+        Bound::Included(key) | Bound::Excluded(key) if key > pivot => key,
+        _ => pivot,
+    };
+    // One past the last array position within `end`.
+    let mut upper = match end {
+        Bound::Included(key) => {
+            let pos = group.lower_bound(key);
+            pos + usize::from(keys.get(pos).is_some_and(|k| K::query(k) == key))
+        }
+        Bound::Excluded(key) => group.lower_bound(key),
+        Bound::Unbounded => keys.len(),
+    };
+    let mut buf = delta_within(group.buf(), from, end);
+    let mut tmp = group
+        .tmp_buf()
+        .map(|tmp| delta_within(tmp, from, end))
+        .unwrap_or_default();
+    loop {
+        let in_array = upper
+            .checked_sub(1)
+            .map(|pos| K::query(&keys[pos]))
+            .filter(|&key| key >= from);
+        let in_buf = buf.last().map(|&(key, _)| key.borrow());
+        let in_tmp = tmp.last().map(|&(key, _)| key.borrow());
+        let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().max() else {
+            return false;
+        };
+        // The first live value in the lookup order, as a forward scan takes it.
+        let mut value = None;
+        let mut take = |cell: &RecordCell| {
+            if value.is_none() {
+                value = record::read(cell);
+            }
+        };
+        if in_array == Some(key) {
+            upper -= 1;
+            take(&cells[upper]);
+        }
+        if in_buf == Some(key) {
+            take(buf.pop().expect("looked at").1);
+        }
+        if in_tmp == Some(key) {
+            take(tmp.pop().expect("looked at").1);
+        }
+        if let Some(value) = value
+            && !matches!(start, Bound::Excluded(s) if s == key)
+        {
+            debug_assert!(
+                out.last().is_none_or(|(last, _)| last.borrow() > key),
+                "groups hold disjoint, descending key ranges"
+            );
+            out.push((K::from_query(key), value));
+            if out.len() >= limit {
+                return true;
+            }
+        }
+    }
+}
+
+/// The entries of `delta` from `from` to `end`, ascending. A delta index is small next to the
+/// array (about `s` keys at most between compactions), so a reverse scan collects its part of
+/// the range and takes it from the back.
+fn delta_within<'a, K: IndexKey>(
+    delta: &'a DeltaIndex<K>,
+    from: &K::Query,
+    end: Bound<&K::Query>,
+) -> Vec<(&'a K, &'a RecordCell)> {
+    delta
+        .iter_from(from)
+        .take_while(|(key, _)| !past_end((*key).borrow(), end))
+        .collect()
 }
 
 /// Appends to `out` the live pairs of `group` within `(start, end)` and below `group_end`
@@ -186,19 +314,28 @@ fn past_end<Q: ?Sized + Ord>(key: &Q, end: Bound<&Q>) -> bool {
     }
 }
 
-/// An iterator over the live pairs of a key range, ascending
+/// An iterator over the live pairs of a key range, ascending, or descending from the back
 /// ([`OrderedIndex::range`](crate::OrderedIndex::range) of [`XIndex`](crate::xindex::XIndex)).
 ///
 /// It fetches 128 pairs at a time, each chunk in one short online section, so a
 /// long iteration never holds back the index's background work. Like a scan it is not a
-/// snapshot: each pair was live when its chunk was read, keys strictly ascend across chunks,
-/// and writes made between chunks are seen or not depending on their keys' position.
+/// snapshot: each pair was live when its chunk was read, keys strictly ascend across chunks
+/// (strictly descend from the back), and writes made between chunks are seen or not depending
+/// on their keys' position. The two ends never yield a key twice: each fetches only between
+/// the last keys the two have fetched, and once a fetch finds fewer pairs than it asked for,
+/// both take what is left from the chunks in hand.
 pub struct Range<'a, K: IndexKey> {
     inner: &'a Inner<K>,
-    next: Bound<K>,
-    end: Bound<K>,
-    chunk: std::vec::IntoIter<(K, u64)>,
-    exhausted: bool,
+    /// Above the last key the front fetched (the range's start before that).
+    lower: Bound<K>,
+    /// Below the last key the back fetched (the range's end before that).
+    upper: Bound<K>,
+    /// The front's chunk, ascending.
+    front: std::vec::IntoIter<(K, u64)>,
+    /// The back's chunk, descending.
+    back: std::vec::IntoIter<(K, u64)>,
+    /// Every pair between `lower` and `upper` was fetched.
+    drained: bool,
 }
 
 impl<'a, K: IndexKey> Range<'a, K> {
@@ -206,11 +343,20 @@ impl<'a, K: IndexKey> Range<'a, K> {
         let owned = |bound: Bound<&K::Query>| bound.map(K::from_query);
         Self {
             inner,
-            next: owned(range.start_bound()),
-            end: owned(range.end_bound()),
-            chunk: Vec::new().into_iter(),
-            exhausted: false,
+            lower: owned(range.start_bound()),
+            upper: owned(range.end_bound()),
+            front: Vec::new().into_iter(),
+            back: Vec::new().into_iter(),
+            drained: false,
         }
+    }
+
+    /// The bounds between the two ends' fetches.
+    fn between(&self) -> (Bound<&K::Query>, Bound<&K::Query>) {
+        (
+            self.lower.as_ref().map(Borrow::borrow),
+            self.upper.as_ref().map(Borrow::borrow),
+        )
     }
 }
 
@@ -219,22 +365,39 @@ impl<K: IndexKey> Iterator for Range<'_, K> {
 
     fn next(&mut self) -> Option<(K, u64)> {
         loop {
-            if let Some(pair) = self.chunk.next() {
+            if let Some(pair) = self.front.next() {
                 return Some(pair);
             }
-            if self.exhausted {
-                return None;
+            if self.drained {
+                return self.back.next_back();
             }
-            let batch = self.inner.scan(
-                self.next.as_ref().map(Borrow::borrow),
-                self.end.as_ref().map(Borrow::borrow),
-                RANGE_CHUNK,
-            );
-            self.exhausted = batch.len() < RANGE_CHUNK;
+            let (lower, upper) = self.between();
+            let batch = self.inner.scan(lower, upper, RANGE_CHUNK);
+            self.drained = batch.len() < RANGE_CHUNK;
             if let Some((last, _)) = batch.last() {
-                self.next = Bound::Excluded(last.clone());
+                self.lower = Bound::Excluded(last.clone());
             }
-            self.chunk = batch.into_iter();
+            self.front = batch.into_iter();
+        }
+    }
+}
+
+impl<K: IndexKey> DoubleEndedIterator for Range<'_, K> {
+    fn next_back(&mut self) -> Option<(K, u64)> {
+        loop {
+            if let Some(pair) = self.back.next() {
+                return Some(pair);
+            }
+            if self.drained {
+                return self.front.next_back();
+            }
+            let (lower, upper) = self.between();
+            let batch = self.inner.scan_rev(lower, upper, RANGE_CHUNK);
+            self.drained = batch.len() < RANGE_CHUNK;
+            if let Some((last, _)) = batch.last() {
+                self.upper = Bound::Excluded(last.clone());
+            }
+            self.back = batch.into_iter();
         }
     }
 }
@@ -242,9 +405,9 @@ impl<K: IndexKey> Iterator for Range<'_, K> {
 impl<K: IndexKey> std::fmt::Debug for Range<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Range")
-            .field("next", &self.next)
-            .field("end", &self.end)
-            .field("exhausted", &self.exhausted)
+            .field("lower", &self.lower)
+            .field("upper", &self.upper)
+            .field("drained", &self.drained)
             .finish_non_exhaustive()
     }
 }
