@@ -278,6 +278,38 @@ impl<K: TableKey> OrderedTable<K> {
     }
 }
 
+impl OrderedTable<Vec<u8>> {
+    /// The pairs whose keys start with `prefix`, ascending (double-ended, as
+    /// [`range`](Self::range)).
+    ///
+    /// ```
+    /// use engine::Db;
+    /// let db = Db::open_in_memory()?;
+    /// let t = db.ordered_table::<Vec<u8>>("t")?;
+    /// for key in ["user:1", "user:2", "users", "video:1"] {
+    ///     t.insert(key.as_bytes(), b"")?;
+    /// }
+    /// let users: Vec<Vec<u8>> = t.prefix(b"user:").rev().map(|(k, _)| k).collect();
+    /// assert_eq!(users, [b"user:2".to_vec(), b"user:1".to_vec()]);
+    /// # Ok::<(), engine::Error>(())
+    /// ```
+    pub fn prefix(&self, prefix: &[u8]) -> Range<'_, Vec<u8>> {
+        let end = prefix_end(prefix);
+        let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        self.range::<[u8], _>((Bound::Included(prefix), end))
+    }
+}
+
+/// The smallest key above every key that starts with `prefix`: the prefix without its trailing
+/// `0xff` bytes, its last byte incremented; `None` when there is none (the prefix is empty or
+/// all `0xff`).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&byte| byte != u8::MAX)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
+}
+
 /// The iterator of [`OrderedTable::range`], double-ended. Each end fetches only between the
 /// last keys the two have fetched; once a fetch finds fewer pairs than it asked for, both take
 /// what is left from the chunks in hand, so no pair comes out twice.
@@ -388,5 +420,18 @@ impl<K: TableKey> Iterator for HashIter<'_, K> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.pairs.next()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn a_prefix_ends_at_its_last_byte_below_0xff_incremented() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xff, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
+        assert_eq!(prefix_end(b""), None);
     }
 }

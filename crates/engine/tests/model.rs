@@ -290,6 +290,29 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn prefixes_match_the_model(
+        keys in prop::collection::btree_set(prop::collection::vec(prop::sample::select(vec![0u8, 1, 0xfe, 0xff]), 0..5), 0..200),
+        prefixes in prop::collection::vec(prop::collection::vec(prop::sample::select(vec![0u8, 1, 0xfe, 0xff]), 0..4), 1..10),
+    ) {
+        let db = Db::open_in_memory().unwrap();
+        let table = db.ordered_table::<Vec<u8>>("t").unwrap();
+        for key in &keys {
+            table.insert(key, key).unwrap();
+        }
+        for prefix in prefixes {
+            let want: Vec<Vec<u8>> = keys.iter().filter(|k| k.starts_with(&prefix)).cloned().collect();
+            let got: Vec<Vec<u8>> = table.prefix(&prefix).map(|(k, _)| k).collect();
+            prop_assert_eq!(&got, &want, "prefix {:?}", prefix);
+            let backward: Vec<Vec<u8>> = table.prefix(&prefix).rev().map(|(k, _)| k).collect();
+            prop_assert!(backward.iter().rev().eq(&want), "prefix {:?} backward", prefix);
+        }
+    }
+}
+
 #[test]
 fn values_are_lent_in_place_inline_and_out_of_line() {
     let db = Db::open_in_memory().unwrap();
