@@ -1,12 +1,13 @@
 //! Model-based property tests of XIndex's delta index (digest §2.5) against `BTreeMap`:
 //! random sequences of inserts, lookups, updates and removals through the cells' locks, and
-//! iterations, with `u64` and byte-string keys, at the default fanout (16; the longer
+//! iterations forward and backward, with `u64` and byte-string keys, at the default fanout (16; the longer
 //! sequences build 3 levels) and at the smallest one (4; many levels). Every step checks the
 //! results, the `inserted` flags, `len`, and that a key's cell never changes address.
 #![cfg(not(loom))]
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::ops::Bound;
 use std::ptr;
 
 use concurrency::RecordCell;
@@ -27,6 +28,10 @@ enum Op<K> {
     IterFrom(K, usize),
     /// The first `n` entries.
     Iter(usize),
+    /// The last `n` entries at or below the key (`true`) or below it, descending.
+    IterRevTo(K, bool, usize),
+    /// The last `n` entries, descending.
+    IterRev(usize),
 }
 
 /// What the model knows of one key.
@@ -102,11 +107,26 @@ fn run<K: IndexKey, const FANOUT: usize>(ops: &[Op<K>]) -> Result<(), TestCaseEr
                 check_iteration(got, want)?;
             }
             Op::Iter(n) => check_iteration(index.iter().take(*n), model.iter().take(*n))?,
+            Op::IterRevTo(end, inclusive, n) => {
+                let (end, model_end) = if *inclusive {
+                    (Bound::Included(query(end)), Bound::Included(end))
+                } else {
+                    (Bound::Excluded(query(end)), Bound::Excluded(end))
+                };
+                let got = index.iter_rev(end).take(*n);
+                let want = model.range::<K, _>((Bound::Unbounded, model_end));
+                check_iteration(got, want.rev().take(*n))?;
+            }
+            Op::IterRev(n) => check_iteration(
+                index.iter_rev(Bound::Unbounded).take(*n),
+                model.iter().rev().take(*n),
+            )?,
         }
         prop_assert_eq!(index.len(), model.len());
         prop_assert_eq!(index.is_empty(), model.is_empty());
     }
     check_iteration(index.iter(), model.iter())?;
+    check_iteration(index.iter_rev(Bound::Unbounded), model.iter().rev())?;
     for (key, slot) in &model {
         let cell = index.get(query(key));
         prop_assert!(
@@ -168,8 +188,10 @@ where
         3 => key.clone().prop_map(Op::Get),
         1 => (key.clone(), any::<u64>()).prop_map(|(k, v)| Op::Update(k, v)),
         1 => key.clone().prop_map(Op::Remove),
-        1 => (key, 0..40_usize).prop_map(|(k, n)| Op::IterFrom(k, n)),
+        1 => (key.clone(), 0..40_usize).prop_map(|(k, n)| Op::IterFrom(k, n)),
         1 => (0..40_usize).prop_map(Op::Iter),
+        1 => (key, any::<bool>(), 0..40_usize).prop_map(|(k, i, n)| Op::IterRevTo(k, i, n)),
+        1 => (0..40_usize).prop_map(Op::IterRev),
     ];
     prop::collection::vec(op, 1..max_len)
 }

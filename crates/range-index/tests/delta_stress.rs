@@ -4,11 +4,12 @@
 //!
 //! Checked: every key is inserted exactly once (one `inserted == true` across writers) and keeps
 //! one cell address, which later lookups return; a key whose insert has returned is always found,
-//! with the inserting writer's value; iterations are strictly ascending and see every key
-//! inserted before they began; no update is lost. Each test runs rounds on fresh indexes for
+//! with the inserting writer's value; iterations, forward and backward, are strictly ordered
+//! and see every key inserted before they began; no update is lost. Each test runs rounds on fresh indexes for
 //! about a second.
 #![cfg(not(loom))]
 
+use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -202,30 +203,50 @@ fn read_while_writing<const FANOUT: usize>(shared: &Shared<FANOUT>, mut rng: Xor
             .iter()
             .map(|p| p.load(Ordering::Acquire))
             .collect();
-        let start = if rng.below(2) == 0 {
-            None
-        } else {
-            Some(rng.next() % (2 * KEYS))
+        let bound = rng.next() % (2 * KEYS);
+        // Forward from the start of the keys or from `bound`, or backward from the end or
+        // from below `bound`; `keys` ascending in the end, `covered` the keys it must see.
+        let kind = rng.below(4);
+        let (mut keys, covered): (Vec<u64>, std::ops::Range<u64>) = match kind {
+            0 => (shared.index.iter().map(|(k, _)| *k).collect(), 0..u64::MAX),
+            1 => (
+                shared.index.iter_from(&bound).map(|(k, _)| *k).collect(),
+                bound..u64::MAX,
+            ),
+            2 => (
+                shared
+                    .index
+                    .iter_rev(Bound::Unbounded)
+                    .map(|(k, _)| *k)
+                    .collect(),
+                0..u64::MAX,
+            ),
+            _ => (
+                shared
+                    .index
+                    .iter_rev(Bound::Excluded(&bound))
+                    .map(|(k, _)| *k)
+                    .collect(),
+                0..bound,
+            ),
         };
-        let keys: Vec<u64> = match start {
-            None => shared.index.iter().map(|(k, _)| *k).collect(),
-            Some(start) => shared.index.iter_from(&start).map(|(k, _)| *k).collect(),
-        };
-        let start = start.unwrap_or(0);
+        if kind >= 2 {
+            keys.reverse();
+        }
         assert!(
             keys.windows(2).all(|w| w[0] < w[1]),
-            "iteration not ascending"
+            "iteration not strictly ordered"
         );
         assert!(
-            keys.first().is_none_or(|&k| k >= start),
-            "key below the start"
+            keys.iter().all(|k| covered.contains(k)),
+            "key outside the iteration's bounds"
         );
         let must_see = before
             .iter()
             .enumerate()
             .flat_map(|(w, &n)| shared.orders[w][..n].iter().copied())
             .chain(prefilled());
-        for key in must_see.filter(|&k| k >= start) {
+        for key in must_see.filter(|k| covered.contains(k)) {
             assert!(
                 keys.binary_search(&key).is_ok(),
                 "iteration missed key {key}"

@@ -2,7 +2,7 @@
 //! pre-filled keys put the next insert one step from a split: an insert that splits a leaf (the
 //! root leaf; a leaf under an inner node; a leaf, then the inner root it filled) against
 //! optimistic lookups of moved keys, an update of a moved neighbour through its cell's lock, and
-//! an iteration; two inserts of the same absent key; and a split among byte keys whose summaries
+//! iterations forward and backward; two inserts of the same absent key; and a split among byte keys whose summaries
 //! tie.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p range-index
@@ -24,6 +24,8 @@
 #![cfg(loom)]
 
 mod common;
+
+use std::ops::Bound;
 
 use concurrency::RecordCell;
 use concurrency::sync::thread;
@@ -116,6 +118,41 @@ fn leaf_split_under_a_parent_vs_get_and_iteration() {
         inserter.join().expect("the inserter does not panic");
         assert_eq!(value_of(tree, 55), Some(550));
         assert_keys(tree, &[10, 20, 30, 40, 50, 55, 60]);
+    });
+}
+
+/// Backward iterations against splits: below 60 while the leaf `[30, 40, 50, 60]` splits
+/// (55 inserted: the root gains separator 50), and over the whole tree while an insert of 90
+/// splits the last leaf and then the root. Each must see every old key once, descending.
+#[test]
+fn backward_iterations_vs_leaf_and_root_splits() {
+    let backward = |tree: &Tree, end: Bound<&u64>| -> Vec<u64> {
+        let keys: Vec<u64> = tree.iter_rev(end).map(|(key, _)| *key).collect();
+        assert!(keys.is_sorted_by(|a, b| a > b), "iteration saw {keys:?}");
+        keys
+    };
+    common::model(move || {
+        let tree = tree_of(&[10, 20, 30, 40, 50, 60]);
+        let inserter = thread::spawn(move || assert!(tree.get_or_insert(55, 550).1));
+        thread::yield_now();
+        let keys = backward(tree, Bound::Excluded(&60));
+        let old: Vec<u64> = keys.iter().copied().filter(|&k| k != 55).collect();
+        assert_eq!(old, [50, 40, 30, 20, 10], "iteration saw {keys:?}");
+        inserter.join().expect("the inserter does not panic");
+    });
+    common::model(move || {
+        let tree = tree_of(&[10, 20, 30, 40, 50, 60, 70, 80]);
+        let inserter = thread::spawn(move || assert!(tree.get_or_insert(90, 900).1));
+        thread::yield_now();
+        let keys = backward(tree, Bound::Unbounded);
+        let old: Vec<u64> = keys.iter().copied().filter(|&k| k != 90).collect();
+        assert_eq!(
+            old,
+            [80, 70, 60, 50, 40, 30, 20, 10],
+            "iteration saw {keys:?}"
+        );
+        inserter.join().expect("the inserter does not panic");
+        assert_eq!(backward(tree, Bound::Included(&90))[0], 90);
     });
 }
 

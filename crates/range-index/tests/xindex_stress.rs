@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -385,4 +385,45 @@ fn integer_keys_are_linearizable_with_sequential_appends() {
 #[test]
 fn string_keys_are_linearizable_under_continuous_compaction() {
     stress::<Vec<u8>>(Duration::from_millis(1_000), false, 1);
+}
+
+/// Scans at the tail of the last group while another thread appends above it (the
+/// sequential-insert path): a scan's searches may see keys appended after it read the array's
+/// length, and must leave them out rather than index past that length. Forward scans from just
+/// above the last key and reverse scans from above every key check their order and bounds.
+#[test]
+fn tail_scans_race_sequential_appends() {
+    // The background thread compacts the last group as it fills, giving it new spare slots.
+    let config = Config {
+        sequential_inserts: true,
+        period: Duration::from_millis(1),
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..1_000u64).map(|k| (k, k)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    let appended = AtomicU64::new(1_000);
+    let stop = AtomicBool::new(false);
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            for key in 1_000..2_000_000u64 {
+                index.insert(key, key);
+                appended.store(key + 1, Ordering::Release);
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+            let known = appended.load(Ordering::Acquire);
+            let forward = index.scan(&known, 4);
+            assert!(forward.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(forward.iter().all(|&(k, v)| k >= known && k == v));
+            let backward = index.scan_range_rev(..u64::MAX, 4);
+            assert!(backward.windows(2).all(|w| w[0].0 > w[1].0));
+            assert!(backward.first().is_some_and(|&(k, _)| k + 1 >= known));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
 }

@@ -53,6 +53,13 @@
 //!   every key of the leaves after a validated snapshot is above the snapshot's keys: keys come
 //!   out ascending without filtering, and a key present throughout is never skipped (if its
 //!   leaf splits after being read, its upper half was in the snapshot already).
+//! - **Backward scans** ([`DeltaIndex::iter_rev`], for XIndex-R's reverse scans) descend to
+//!   the leaf holding the largest keys within their bound, noting on the way its lower fence
+//!   (the separator left of the path's last turn right), read that leaf's keys below the bound,
+//!   and then descend again for the keys below the fence. Separators are immortal and a split
+//!   divides a leaf's range at a key above its fence, so every key below a fence stays in
+//!   leaves below it: each step yields keys below the previous one's, and a key present
+//!   throughout is never skipped.
 //! - **Writers lock only the nodes they change**, by upgrading the versions they read
 //!   ([`NodeLock::try_upgrade`]), never by waiting while holding a lock, so writers cannot
 //!   deadlock. An insert descends like a lookup and splits every full node it meets on the way
@@ -81,6 +88,7 @@
 use std::cmp;
 use std::fmt;
 use std::mem;
+use std::ops::Bound;
 use std::ptr;
 
 use concurrency::arena::Arena;
@@ -99,6 +107,10 @@ type Probe<'a, K> = (&'a <K as Key>::Query, u64);
 fn probe<K: IndexKey>(key: &K::Query) -> Probe<'_, K> {
     (key, K::summary(key))
 }
+
+/// A leaf, the version it was read at, and its lower fence (see
+/// [`DeltaIndex::find_leaf_within`]).
+type FencedLeaf<'a, K, const FANOUT: usize> = (&'a Node<K, FANOUT>, Version, Option<&'a Entry<K>>);
 
 /// One key and its record cell, placed once and never moved or freed before the tree is dropped.
 struct Entry<K> {
@@ -284,6 +296,32 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
         let next = self.next_leaf();
         self.lock.validate(version)?;
         Ok(next)
+    }
+
+    /// The number of leading keys among the first `count` that lie within the upper bound
+    /// `end`. A reader must validate before trusting the result.
+    fn within(&self, count: usize, end: Bound<Probe<'_, K>>) -> Result<usize, Restart> {
+        match end {
+            Bound::Included(probe) => self.partition_point(count, probe, true),
+            Bound::Excluded(probe) => self.partition_point(count, probe, false),
+            Bound::Unbounded => Ok(count),
+        }
+    }
+
+    /// Leaf: reads into `out` its entries within `end` and returns how many, as of `version`,
+    /// which it validates.
+    fn read_leaf_within<'a>(
+        &'a self,
+        version: Version,
+        end: Bound<Probe<'_, K>>,
+        out: &mut [Option<&'a Entry<K>>; FANOUT],
+    ) -> Result<usize, Restart> {
+        let taken = self.within(self.count(), end)?;
+        for (i, slot) in out.iter_mut().enumerate().take(taken) {
+            *slot = Some(self.entry(i).ok_or(Restart)?);
+        }
+        self.lock.validate(version)?;
+        Ok(taken.min(FANOUT))
     }
 
     /// Leaf, write-locked and not full: puts `entry` (with its summary) at `pos`, shifting the
@@ -519,6 +557,20 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         }
     }
 
+    /// The entries with keys within the upper bound `end`, in descending key order, removed
+    /// entries included: as [`iter`](Self::iter) backward (see the module docs, "Backward
+    /// scans").
+    pub fn iter_rev(&self, end: Bound<&K::Query>) -> DeltaRevIter<'_, K, FANOUT> {
+        let mut iter = DeltaRevIter {
+            index: self,
+            snapshot: [None; FANOUT],
+            len: 0,
+            fence: None,
+        };
+        iter.read(end.map(probe::<K>));
+        iter
+    }
+
     /// The heap memory of the nodes and entries (their arenas' chunks, unused slots included),
     /// in bytes; memory the keys own (the bytes of a `Vec<u8>` key) is not counted.
     pub fn memory_bytes(&self) -> usize {
@@ -561,6 +613,28 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
             (node, version) = (child, child_version);
         }
         Ok((node, version))
+    }
+
+    /// The leaf holding the largest keys within the upper bound `end`, its version, and its
+    /// lower fence: the separator left of the last child the descent took that was not its
+    /// node's first (none for the first leaf), read under the same lock coupling.
+    fn find_leaf_within(
+        &self,
+        end: Bound<Probe<'_, K>>,
+    ) -> Result<FencedLeaf<'_, K, FANOUT>, Restart> {
+        let (mut node, mut version) = self.read_root()?;
+        let mut fence = None;
+        while !node.is_leaf {
+            let index = node.within(node.count(), end)?;
+            if index > 0 {
+                fence = Some(node.entry(index - 1).ok_or(Restart)?);
+            }
+            let child = node.child(index).ok_or(Restart)?;
+            let child_version = child.lock.read_lock()?;
+            node.lock.validate(version)?;
+            (node, version) = (child, child_version);
+        }
+        Ok((node, version, fence))
     }
 
     fn try_get(&self, probe: Probe<'_, K>) -> Result<Option<&Entry<K>>, Restart> {
@@ -716,6 +790,69 @@ impl<'a, K: IndexKey, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT>
             };
             self.pos = 0;
         }
+    }
+}
+
+/// An iterator over a [`DeltaIndex`] in descending key order, from [`DeltaIndex::iter_rev`]:
+/// yields each key with its cell, removed entries included.
+pub struct DeltaRevIter<'a, K: IndexKey, const FANOUT: usize = 16> {
+    index: &'a DeltaIndex<K, FANOUT>,
+    /// The validated entries of the current leaf, the first `len` not yet yielded.
+    snapshot: [Option<&'a Entry<K>>; FANOUT],
+    len: usize,
+    /// The lower fence of the current leaf: the next leaf read holds the keys below it. `None`
+    /// once the first leaf is read.
+    fence: Option<&'a Entry<K>>,
+}
+
+impl<'a, K: IndexKey, const FANOUT: usize> DeltaRevIter<'a, K, FANOUT> {
+    /// Reads the leaf holding the largest keys within `end`: its keys within `end` and its
+    /// fence, retrying until a read validates.
+    fn read(&mut self, end: Bound<Probe<'_, K>>) {
+        let mut backoff = Backoff::new();
+        loop {
+            let attempt = self
+                .index
+                .find_leaf_within(end)
+                .and_then(|(leaf, version, fence)| {
+                    let len = leaf.read_leaf_within(version, end, &mut self.snapshot)?;
+                    Ok((len, fence))
+                });
+            match attempt {
+                Ok((len, fence)) => {
+                    (self.len, self.fence) = (len, fence);
+                    return;
+                }
+                Err(Restart) => backoff.snooze(),
+            }
+        }
+    }
+}
+
+impl<'a, K: IndexKey, const FANOUT: usize> Iterator for DeltaRevIter<'a, K, FANOUT> {
+    type Item = (&'a K, &'a RecordCell);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(len) = self.len.checked_sub(1) {
+                self.len = len;
+                let entry = self.snapshot[len]
+                    .take()
+                    .expect("a validated read fills its slots");
+                return Some((&entry.key, &entry.cell));
+            }
+            let fence = self.fence.take()?;
+            self.read(Bound::Excluded(probe::<K>(fence.query())));
+        }
+    }
+}
+
+impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaRevIter<'_, K, FANOUT> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaRevIter")
+            .field("pending_in_leaf", &self.len)
+            .field("more_leaves", &self.fence.is_some())
+            .finish()
     }
 }
 

@@ -44,7 +44,7 @@ mod validate;
 
 pub use byte_key::ByteKey;
 pub use config::{Config, MAX_MODELS};
-pub use delta::{DeltaIndex, DeltaIter};
+pub use delta::{DeltaIndex, DeltaIter, DeltaRevIter};
 pub use error::Error;
 pub use index::XIndex;
 pub use key::IndexKey;

@@ -8,8 +8,9 @@
 //! Reverse scans (an addition: the paper scans forward only) walk the groups from the end
 //! bound down: the group answering for the largest wanted keys
 //! ([`Root::locate_end`](crate::xindex::root::Root::locate_end)), its array read downward from
-//! the bound and its delta indexes' keys in the range collected and read backward, then the
-//! group answering for the keys below its pivot. Each group is asked only for keys between its
+//! the bound and its delta indexes backward from it
+//! ([`DeltaIndex::iter_rev`](crate::xindex::DeltaIndex::iter_rev)), then the group answering
+//! for the keys below its pivot. Each group is asked only for keys between its
 //! pivot and the bound, which lies within its own range, so neighbours' keys held by the views
 //! of a split or by a merge's shared `tmp_buf` are never taken twice.
 //!
@@ -21,7 +22,6 @@ use std::ops::{Bound, RangeBounds};
 
 use concurrency::{RecordCell, prefetch};
 
-use crate::xindex::delta::DeltaIndex;
 use crate::xindex::group::Group;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
@@ -133,7 +133,8 @@ fn scan_group_rev<K: IndexKey>(
         Bound::Included(key) | Bound::Excluded(key) if key > pivot => key,
         _ => pivot,
     };
-    // One past the last array position within `end`.
+    // One past the last array position within `end`. The search may see keys appended after
+    // `keys` was read (sequential inserts), which the scan may leave out.
     let mut upper = match end {
         Bound::Included(key) => {
             let pos = group.lower_bound(key);
@@ -141,19 +142,23 @@ fn scan_group_rev<K: IndexKey>(
         }
         Bound::Excluded(key) => group.lower_bound(key),
         Bound::Unbounded => keys.len(),
-    };
-    let mut buf = delta_within(group.buf(), from, end);
-    let mut tmp = group
-        .tmp_buf()
-        .map(|tmp| delta_within(tmp, from, end))
-        .unwrap_or_default();
+    }
+    .min(keys.len());
+    let mut buf = group.buf().iter_rev(end).peekable();
+    let mut tmp = group.tmp_buf().map(|tmp| tmp.iter_rev(end).peekable());
     loop {
         let in_array = upper
             .checked_sub(1)
             .map(|pos| K::query(&keys[pos]))
             .filter(|&key| key >= from);
-        let in_buf = buf.last().map(|&(key, _)| key.borrow());
-        let in_tmp = tmp.last().map(|&(key, _)| key.borrow());
+        let in_buf = buf
+            .peek()
+            .map(|&(key, _)| key.borrow())
+            .filter(|&key| key >= from);
+        let in_tmp = tmp
+            .as_mut()
+            .and_then(|t| t.peek().map(|&(key, _)| key.borrow()))
+            .filter(|&key| key >= from);
         let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().max() else {
             return false;
         };
@@ -169,10 +174,10 @@ fn scan_group_rev<K: IndexKey>(
             take(&cells[upper]);
         }
         if in_buf == Some(key) {
-            take(buf.pop().expect("looked at").1);
+            take(buf.next().expect("peeked").1);
         }
         if in_tmp == Some(key) {
-            take(tmp.pop().expect("looked at").1);
+            take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
         }
         if let Some(value) = value
             && !matches!(start, Bound::Excluded(s) if s == key)
@@ -187,20 +192,6 @@ fn scan_group_rev<K: IndexKey>(
             }
         }
     }
-}
-
-/// The entries of `delta` from `from` to `end`, ascending. A delta index is small next to the
-/// array (about `s` keys at most between compactions), so a reverse scan collects its part of
-/// the range and takes it from the back.
-fn delta_within<'a, K: IndexKey>(
-    delta: &'a DeltaIndex<K>,
-    from: &K::Query,
-    end: Bound<&K::Query>,
-) -> Vec<(&'a K, &'a RecordCell)> {
-    delta
-        .iter_from(from)
-        .take_while(|(key, _)| !past_end((*key).borrow(), end))
-        .collect()
 }
 
 /// Appends to `out` the live pairs of `group` within `(start, end)` and below `group_end`
@@ -223,7 +214,8 @@ fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
         Bound::Included(key) | Bound::Excluded(key) => key,
         Bound::Unbounded => min_key.borrow(),
     };
-    let mut next = group.lower_bound(from);
+    // The search may see keys appended after `keys` was read, which the scan may leave out.
+    let mut next = group.lower_bound(from).min(keys.len());
     // The array records the scan may still take are read in order: request their first lines
     // together, instead of one miss after the other until the hardware prefetcher catches on.
     let wanted = next..keys
@@ -380,7 +372,14 @@ impl<K: IndexKey> Iterator for Range<'_, K> {
             self.front = batch.into_iter();
         }
     }
+
+    /// The range's largest pair, read from the back.
+    fn last(mut self) -> Option<(K, u64)> {
+        self.next_back()
+    }
 }
+
+impl<K: IndexKey> std::iter::FusedIterator for Range<'_, K> {}
 
 impl<K: IndexKey> DoubleEndedIterator for Range<'_, K> {
     fn next_back(&mut self) -> Option<(K, u64)> {
