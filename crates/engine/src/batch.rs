@@ -168,6 +168,9 @@ impl WriteBatch {
         if self.db != Some(db.id) {
             return Err(Error::ForeignTable);
         }
+        if let Some(write) = self.writes.iter().find(|w| w.store.is_deleted()) {
+            return Err(db.deleted(write.table));
+        }
         let words: Vec<Option<u64>> = self
             .writes
             .iter()

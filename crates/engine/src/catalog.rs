@@ -2,11 +2,14 @@
 //! `catalog` (DESIGN.md, "Files").
 //!
 //! Layout, little-endian: the magic `LKVCATLG`, a `u32` format version, a `u32` entry count;
-//! per entry a `u32` id, a `u8` kind, a `u8` key type, a `u16` name length and the UTF-8 name;
-//! then the CRC32C of every byte before it. A table's id is its position. The file is replaced
-//! whole: written to `catalog.tmp`, fsynced, renamed over `catalog`, and the directory fsynced,
-//! before the new table takes its first write, so the log never names a table the catalog
-//! lacks.
+//! per entry a `u32` id, a `u8` kind (bit 7 set: the table was deleted), a `u8` key type, a
+//! `u16` name length and the UTF-8 name; then the CRC32C of every byte before it. A table's id
+//! is its position; a deleted table keeps its entry, so its id is never reused and recovery
+//! knows to skip the log records and checkpoint entries that still name it. Version 1 (before
+//! deletion existed) is read too; version 2 is written. The file is replaced whole: written to
+//! `catalog.tmp`, fsynced, renamed over `catalog`, and the directory fsynced, before the new
+//! table takes its first write (and before a deletion returns), so the log never names a table
+//! the catalog lacks.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -16,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::key::{KeyType, TableKind};
 
 const MAGIC: &[u8; 8] = b"LKVCATLG";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The kind byte's flag of a deleted table.
+const DELETED: u8 = 0x80;
 /// The catalog's file name.
 pub(crate) const FILE: &str = "catalog";
 /// The longest table name, in bytes.
@@ -28,6 +33,8 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) kind: TableKind,
     pub(crate) key: KeyType,
+    /// The table was deleted: its id stays taken and its data is ignored.
+    pub(crate) deleted: bool,
 }
 
 /// The tables, in id order.
@@ -61,7 +68,8 @@ impl Catalog {
             return Err((body_len as u64, "checksum mismatch"));
         }
         let mut reader = Reader { bytes: body, at: 8 };
-        if reader.u32()? != VERSION {
+        let version = reader.u32()?;
+        if !(1..=VERSION).contains(&version) {
             return Err((8, "unsupported catalog version"));
         }
         let count = reader.u32()?;
@@ -71,7 +79,12 @@ impl Catalog {
             if reader.u32()? != id {
                 return Err((at, "table ids are not consecutive"));
             }
-            let kind = match reader.u8()? {
+            let mut kind_byte = reader.u8()?;
+            let deleted = version >= 2 && kind_byte & DELETED != 0;
+            if deleted {
+                kind_byte &= !DELETED;
+            }
+            let kind = match kind_byte {
                 0 => TableKind::Ordered,
                 1 => TableKind::Hash,
                 _ => return Err((at, "unknown table kind")),
@@ -85,7 +98,12 @@ impl Catalog {
             let name = std::str::from_utf8(reader.take(len)?)
                 .map_err(|_| (at, "a table name is not UTF-8"))?
                 .to_owned();
-            entries.push(Entry { name, kind, key });
+            entries.push(Entry {
+                name,
+                kind,
+                key,
+                deleted,
+            });
         }
         if reader.at != body.len() {
             return Err((reader.at as u64, "trailing bytes"));
@@ -99,10 +117,11 @@ impl Catalog {
         bytes.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         for (id, entry) in self.entries.iter().enumerate() {
             bytes.extend_from_slice(&(id as u32).to_le_bytes());
-            bytes.push(match entry.kind {
+            let kind = match entry.kind {
                 TableKind::Ordered => 0,
                 TableKind::Hash => 1,
-            });
+            };
+            bytes.push(if entry.deleted { kind | DELETED } else { kind });
             bytes.push(match entry.key {
                 KeyType::U64 => 0,
                 KeyType::Bytes => 1,
@@ -129,12 +148,17 @@ impl Catalog {
             .map_err(|e| Error::io(dir, e))
     }
 
-    /// The id and entry of the table called `name`.
+    /// The id and entry of the live table called `name`.
     pub(crate) fn find(&self, name: &str) -> Option<(u32, &Entry)> {
         self.entries
             .iter()
-            .position(|e| e.name == name)
+            .position(|e| !e.deleted && e.name == name)
             .map(|id| (id as u32, &self.entries[id]))
+    }
+
+    /// Marks table `id` deleted.
+    pub(crate) fn delete(&mut self, id: u32) {
+        self.entries[id as usize].deleted = true;
     }
 
     /// Adds a table (its name checked by the caller); its id.
@@ -143,7 +167,7 @@ impl Catalog {
         (self.entries.len() - 1) as u32
     }
 
-    /// Every table, in id order.
+    /// Every table, deleted ones included, in id order.
     pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -212,6 +236,7 @@ mod tests {
                 name: name.into(),
                 kind,
                 key,
+                deleted: false,
             });
         }
         catalog
@@ -223,6 +248,43 @@ mod tests {
         assert_eq!(Catalog::decode(&catalog.encode()), Ok(catalog.clone()));
         assert_eq!(catalog.find("sessions").map(|(id, _)| id), Some(1));
         assert!(catalog.find("nope").is_none());
+    }
+
+    #[test]
+    fn deleted_tables_keep_their_ids_and_names_can_be_reused() {
+        let mut catalog = sample();
+        catalog.delete(0);
+        assert!(catalog.find("users").is_none());
+        let id = catalog.add(Entry {
+            name: "users".into(),
+            kind: TableKind::Hash,
+            key: KeyType::U64,
+            deleted: false,
+        });
+        assert_eq!(id, 2, "a deleted table's id is not reused");
+        let decoded = Catalog::decode(&catalog.encode()).expect("a valid catalog");
+        assert_eq!(decoded, catalog);
+        assert!(decoded.entries()[0].deleted);
+        assert_eq!(decoded.find("users").map(|(id, _)| id), Some(2));
+    }
+
+    #[test]
+    fn version_1_catalogs_are_read_and_know_no_deletion() {
+        let rewrite = |mut bytes: Vec<u8>| {
+            bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+            let body = bytes.len() - 4;
+            let crc = crc32c::crc32c(&bytes[..body]);
+            bytes[body..].copy_from_slice(&crc.to_le_bytes());
+            bytes
+        };
+        let catalog = sample();
+        assert_eq!(Catalog::decode(&rewrite(catalog.encode())), Ok(catalog));
+        let mut deleted = sample();
+        deleted.delete(1);
+        assert!(
+            Catalog::decode(&rewrite(deleted.encode())).is_err(),
+            "version 1 has no deletion flag"
+        );
     }
 
     #[test]

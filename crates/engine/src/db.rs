@@ -57,7 +57,8 @@ pub(crate) struct DbInner {
     dir: Option<PathBuf>,
     options: Options,
     catalog: Mutex<Catalog>,
-    tables: Arc<RwLock<Vec<AnyStore>>>,
+    /// Each table's store, by id; `None` for a deleted table.
+    tables: Arc<RwLock<Vec<Option<AnyStore>>>>,
     pub(crate) wal: Option<Arc<Wal>>,
     checkpointer: Mutex<Option<Workers>>,
     last_checkpoint: Arc<Mutex<Option<CheckpointInfo>>>,
@@ -70,7 +71,7 @@ impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
             .field("dir", &self.inner.dir)
-            .field("tables", &self.inner.tables.read().len())
+            .field("tables", &self.inner.tables.read().iter().flatten().count())
             .finish_non_exhaustive()
     }
 }
@@ -150,12 +151,39 @@ impl Db {
         catalog
             .entries()
             .iter()
+            .filter(|e| !e.deleted)
             .map(|e| (e.name.clone(), e.kind, e.key))
             .collect()
     }
 
+    /// Deletes the table called `name` with every pair in it; false if there is no such
+    /// table.
+    ///
+    /// The deletion is durable when this returns: a reopened database does not have the
+    /// table, although the log and older checkpoints may still hold its pairs. Writes through
+    /// handles of the deleted table, and batches naming it, then fail with
+    /// [`Error::TableDeleted`]; reads through those handles still see what it held, and its
+    /// memory is released when its last handle is dropped. A table created later under the
+    /// same name starts empty.
+    ///
+    /// ```
+    /// use engine::{Db, Error};
+    /// let db = Db::open_in_memory()?;
+    /// let old = db.ordered_table::<u64>("jobs")?;
+    /// old.insert(&1, b"done")?;
+    /// assert!(db.delete_table("jobs")?);
+    /// assert!(matches!(old.insert(&2, b"late"), Err(Error::TableDeleted { .. })));
+    /// assert!(db.ordered_table::<u64>("jobs")?.is_empty());
+    /// assert!(!db.delete_table("no such table")?);
+    /// # Ok::<(), engine::Error>(())
+    /// ```
+    pub fn delete_table(&self, name: &str) -> Result<bool> {
+        self.inner.delete_table(name)
+    }
+
     /// Applies `batch`: after a crash, recovery holds all of it or none of it. Concurrent
-    /// readers may see it half applied.
+    /// readers may see it half applied. A batch naming a deleted table fails with
+    /// [`Error::TableDeleted`] and applies nothing.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         batch.apply(&self.inner)
     }
@@ -200,8 +228,11 @@ impl DbInner {
                     found_key: entry.key,
                 });
             }
-            let store = K::unwrap(&self.tables.read()[id as usize])
-                .expect("the catalog's key type matches the store's")
+            let tables = self.tables.read();
+            let store = tables[id as usize]
+                .as_ref()
+                .and_then(K::unwrap)
+                .expect("a live table's store has the catalog's key type")
                 .clone();
             return Ok((id, store));
         }
@@ -211,13 +242,43 @@ impl DbInner {
             name: name.to_owned(),
             kind,
             key: K::TYPE,
+            deleted: false,
         });
         if let Some(dir) = &self.dir {
             grown.write(dir)?;
         }
         *catalog = grown;
-        self.tables.write().push(K::wrap(Arc::clone(&store)));
+        self.tables.write().push(Some(K::wrap(Arc::clone(&store))));
         Ok((id, store))
+    }
+
+    /// Deletes table `name`: the catalog first (durably), then its store leaves the list that
+    /// checkpoints read, and refuses writes from then on.
+    fn delete_table(&self, name: &str) -> Result<bool> {
+        catalog::check_name(name)?;
+        let mut catalog = self.catalog.lock();
+        let Some((id, _)) = catalog.find(name) else {
+            return Ok(false);
+        };
+        let mut shrunk = catalog.clone();
+        shrunk.delete(id);
+        if let Some(dir) = &self.dir {
+            shrunk.write(dir)?;
+        }
+        *catalog = shrunk;
+        let store = self.tables.write()[id as usize]
+            .take()
+            .expect("a live table has a store");
+        store.mark_deleted();
+        Ok(true)
+    }
+
+    /// The error of a write to deleted table `id`.
+    pub(crate) fn deleted(&self, id: u32) -> Error {
+        let catalog = self.catalog.lock();
+        Error::TableDeleted {
+            name: catalog.entries()[id as usize].name.clone(),
+        }
     }
 
     fn start_checkpointer(&self) -> Result<()> {
@@ -249,7 +310,8 @@ impl DbInner {
         let catalog = self.catalog.lock().clone();
         let stores = self.tables.read().clone();
         let mut tables = Vec::with_capacity(stores.len());
-        for (entry, store) in catalog.entries().iter().zip(&stores) {
+        let live = catalog.entries().iter().zip(&stores);
+        for (entry, store) in live.filter_map(|(entry, store)| Some((entry, store.as_ref()?))) {
             let (keys, index, value_bytes) = store.stats();
             tables.push(TableStats {
                 name: entry.name.clone(),
@@ -309,12 +371,13 @@ fn lock_dir(dir: &Path) -> Result<File> {
 /// Writes one checkpoint of every table.
 fn checkpoint(
     wal: &Wal,
-    tables: &RwLock<Vec<AnyStore>>,
+    tables: &RwLock<Vec<Option<AnyStore>>>,
     last: &Mutex<Option<CheckpointInfo>>,
 ) -> Result<()> {
     let stores = tables.read().clone();
     let written = wal.checkpoint(|writer: &mut CheckpointWriter| {
         for (id, store) in stores.iter().enumerate() {
+            let Some(store) = store else { continue };
             store.for_each_encoded(|key, value| writer.put(id as u32, key, value))?;
         }
         Ok(())
@@ -329,23 +392,29 @@ fn checkpoint(
     Ok(())
 }
 
-/// Builds every table of `catalog` from the recovered pairs.
+/// Builds every live table of `catalog` from the recovered pairs, skipping those of deleted
+/// tables.
 fn load_tables(
     dir: &Path,
     catalog: &Catalog,
     recovery: &Recovery,
     options: &Options,
-) -> Result<Vec<AnyStore>> {
+) -> Result<Vec<Option<AnyStore>>> {
     let mut pairs = recovery.iter().peekable();
     let mut tables = Vec::with_capacity(catalog.entries().len());
     for (id, entry) in catalog.entries().iter().enumerate() {
+        if entry.deleted {
+            while pairs.next_if(|&(table, _, _)| table == id as u32).is_some() {}
+            tables.push(None);
+            continue;
+        }
         let store = match entry.key {
             KeyType::U64 => load_table::<u64>(dir, id as u32, entry.kind, &mut pairs, options)?,
             KeyType::Bytes => {
                 load_table::<Vec<u8>>(dir, id as u32, entry.kind, &mut pairs, options)?
             }
         };
-        tables.push(store);
+        tables.push(Some(store));
     }
     if let Some((table, _, _)) = pairs.next() {
         return Err(Error::corrupt(

@@ -78,6 +78,13 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
+    /// A write through a handle (or a batch naming a table) that
+    /// [`Db::delete_table`](crate::Db::delete_table) deleted.
+    #[error("table {name:?} was deleted")]
+    TableDeleted {
+        /// The table.
+        name: String,
+    },
     /// A [`crate::WriteBatch`] names a table of another database.
     #[error("the batch names a table of another database")]
     ForeignTable,

@@ -5,7 +5,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use crossbeam_epoch as epoch;
 use hash_index::{HashIndex, XIndexH};
@@ -33,6 +33,8 @@ pub struct Store<K: TableKey> {
     index: Index<K>,
     /// Heap bytes of the out-of-line values the index holds.
     heap_bytes: AtomicI64,
+    /// The table was deleted: writes are refused.
+    deleted: AtomicBool,
 }
 
 /// A [`Store`] of either key type.
@@ -71,6 +73,7 @@ impl<K: TableKey> Store<K> {
             Ok(index) => Ok(Self {
                 index,
                 heap_bytes: AtomicI64::new(heap as i64),
+                deleted: AtomicBool::new(false),
             }),
             Err(error) => {
                 for (_, word) in pairs {
@@ -80,6 +83,16 @@ impl<K: TableKey> Store<K> {
                 Err(error)
             }
         }
+    }
+
+    /// Marks the table deleted: later writes are refused ([`is_deleted`](Self::is_deleted)).
+    pub(crate) fn mark_deleted(&self) {
+        self.deleted.store(true, Ordering::Release);
+    }
+
+    /// Whether the table was deleted.
+    pub(crate) fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
     }
 
     /// The value at `key`.
@@ -303,6 +316,22 @@ impl<K: TableKey> Iterator for HashPairs<'_, K> {
 }
 
 impl AnyStore {
+    /// [`Store::is_deleted`].
+    pub(crate) fn is_deleted(&self) -> bool {
+        match self {
+            AnyStore::U64(store) => store.is_deleted(),
+            AnyStore::Bytes(store) => store.is_deleted(),
+        }
+    }
+
+    /// [`Store::mark_deleted`].
+    pub(crate) fn mark_deleted(&self) {
+        match self {
+            AnyStore::U64(store) => store.mark_deleted(),
+            AnyStore::Bytes(store) => store.mark_deleted(),
+        }
+    }
+
     /// [`Store::install`] with a key encoded by [`TableKey::encode`] for this store's type.
     pub(crate) fn install_encoded(&self, key: &[u8], word: u64) -> Option<u64> {
         match self {

@@ -58,8 +58,18 @@ impl<K: TableKey> Clone for Handle<K> {
 }
 
 impl<K: TableKey> Handle<K> {
+    /// Refuses writes to a deleted table. A write that passes just before the deletion is
+    /// ordered before it: recovery ignores the deleted table's log records.
+    fn check_live(&self) -> Result<()> {
+        if self.store.is_deleted() {
+            return Err(self.db.deleted(self.id));
+        }
+        Ok(())
+    }
+
     fn insert(&self, key: &K::Query, value: &[u8]) -> Result<Option<Vec<u8>>> {
         check_sizes(K::encoded_len(key), value.len())?;
+        self.check_live()?;
         let word = value::encode(value);
         let owned = K::owned(key);
         let Some(wal) = &self.db.wal else {
@@ -83,6 +93,7 @@ impl<K: TableKey> Handle<K> {
 
     fn remove(&self, key: &K::Query) -> Result<Option<Vec<u8>>> {
         check_sizes(K::encoded_len(key), 0)?;
+        self.check_live()?;
         let Some(wal) = &self.db.wal else {
             let old = self.store.uninstall(key);
             return Ok(self.store.release(old, true));
@@ -153,8 +164,8 @@ macro_rules! point_operations {
         /// Inserts or replaces the value at `key`; the previous value. Durable as the
         /// database's [`crate::Durability`] says when it returns `Ok`.
         ///
-        /// Errors: [`Error::KeyTooLarge`], [`Error::ValueTooLarge`], and log failures (the
-        /// write is then visible in memory but may not survive a crash).
+        /// Errors: [`Error::KeyTooLarge`], [`Error::ValueTooLarge`], [`Error::TableDeleted`],
+        /// and log failures (the write is then visible in memory but may not survive a crash).
         pub fn insert<Q: Borrow<K::Query> + ?Sized>(
             &self,
             key: &Q,
@@ -365,7 +376,14 @@ impl<K: TableKey> Iterator for Range<'_, K> {
             self.front = self.fetch(false);
         }
     }
+
+    /// The range's largest pair, read from the back.
+    fn last(mut self) -> Option<Self::Item> {
+        self.next_back()
+    }
 }
+
+impl<K: TableKey> std::iter::FusedIterator for Range<'_, K> {}
 
 impl<K: TableKey> DoubleEndedIterator for Range<'_, K> {
     fn next_back(&mut self) -> Option<Self::Item> {

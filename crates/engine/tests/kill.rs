@@ -2,8 +2,11 @@
 //! batches over an ordered and a hash table, from two threads) and reports each write once it
 //! returns; the parent SIGKILLs it at a random moment, reopens the database, and checks that
 //! every acknowledged write is there, that each thread's writes form a prefix of its sequence
-//! (nothing after a gap), and that every batch is all or nothing. The next child continues in
-//! the same directory, so each cycle also recovers what earlier recoveries left.
+//! (nothing after a gap), and that every batch is all or nothing. A third thread meanwhile
+//! creates a table, writes one key of a new generation to it and deletes it, over and over:
+//! after the reopen that table, if present, holds no key of a generation whose deletion was
+//! acknowledged. The next child continues in the same directory, so each cycle also recovers
+//! what earlier recoveries left.
 
 mod common;
 
@@ -18,6 +21,9 @@ use engine::{Db, Durability, HashTable, Options, OrderedTable, WriteBatch};
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 
 const DIR_VAR: &str = "LEARNKV_KILL_DIR";
+const CYCLE_VAR: &str = "LEARNKV_KILL_CYCLE";
+/// The table the third thread creates and deletes; generation `g` writes key `g`.
+const SCRATCH: &str = "scratch";
 const THREADS: u64 = 2;
 /// Keys of thread `t` are `t * SPAN + i` for its `i`-th write.
 const SPAN: u64 = 1 << 32;
@@ -91,11 +97,21 @@ fn kill_child() {
     let Some(dir) = std::env::var_os(DIR_VAR) else {
         return;
     };
+    let cycle: u64 = std::env::var(CYCLE_VAR).unwrap().parse().unwrap();
     let db = Db::open(Path::new(&dir), options()).unwrap();
     let (ordered, hash) = open_tables(&db);
     std::thread::scope(|scope| {
+        let db = &db;
+        scope.spawn(move || {
+            for generation in cycle * SPAN.. {
+                let scratch = db.ordered_table::<u64>(SCRATCH).unwrap();
+                scratch.insert(&generation, value_of(generation)).unwrap();
+                assert!(db.delete_table(SCRATCH).unwrap());
+                println!("deleted {generation}");
+            }
+        });
         for thread in 0..THREADS {
-            let (db, ordered, hash) = (&db, &ordered, &hash);
+            let (ordered, hash) = (&ordered, &hash);
             scope.spawn(move || {
                 let base = thread * SPAN;
                 let mut i = prefix_of(thread, ordered, hash);
@@ -126,11 +142,12 @@ fn acknowledged_writes_survive_sigkill() {
     let dir = TempDir::new("kill");
     let mut rng = StdRng::seed_from_u64(0x5eed_4b11);
     let exe = std::env::current_exe().unwrap();
-    let mut total_acked = 0u64;
+    let (mut total_acked, mut total_deleted) = (0u64, 0u64);
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
             .args(["--exact", "kill_child", "--ignored", "--nocapture"])
             .env(DIR_VAR, dir.path())
+            .env(CYCLE_VAR, cycle.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -142,7 +159,9 @@ fn acknowledged_writes_survive_sigkill() {
                 let Ok(line) = line else { break };
                 if let Some(rest) = line.strip_prefix("ack ") {
                     let mut parts = rest.split(' ').map(|p| p.parse::<u64>().unwrap());
-                    let _ = tx.send((parts.next().unwrap(), parts.next().unwrap()));
+                    let _ = tx.send((parts.next().unwrap(), parts.next()));
+                } else if let Some(generation) = line.strip_prefix("deleted ") {
+                    let _ = tx.send((generation.parse().unwrap(), None));
                 }
             }
         });
@@ -151,12 +170,31 @@ fn acknowledged_writes_survive_sigkill() {
         child.wait().unwrap();
         reader.join().unwrap();
         let mut acked = [None::<u64>; THREADS as usize];
-        for (thread, i) in rx.try_iter() {
-            let slot = &mut acked[thread as usize];
-            *slot = Some(slot.map_or(i, |a: u64| a.max(i)));
-            total_acked += 1;
+        let mut deleted = None::<u64>;
+        for message in rx.try_iter() {
+            match message {
+                (thread, Some(i)) => {
+                    let slot = &mut acked[thread as usize];
+                    *slot = Some(slot.map_or(i, |a: u64| a.max(i)));
+                    total_acked += 1;
+                }
+                (generation, None) => {
+                    deleted = deleted.max(Some(generation));
+                    total_deleted += 1;
+                }
+            }
         }
         let db = Db::open(dir.path(), options()).unwrap();
+        if let Some(deleted) = deleted
+            && db.tables().iter().any(|(name, _, _)| name == SCRATCH)
+        {
+            let keys: Vec<(u64, Vec<u8>)> = db.ordered_table(SCRATCH).unwrap().iter().collect();
+            assert!(
+                keys.len() <= 1 && keys.iter().all(|(k, v)| *k > deleted && *v == value_of(*k)),
+                "cycle {cycle}: the scratch table holds {:?} after generation {deleted} was deleted",
+                keys.iter().map(|(k, _)| k).collect::<Vec<_>>()
+            );
+        }
         let (ordered, hash) = open_tables(&db);
         for thread in 0..THREADS {
             let held = prefix_of(thread, &ordered, &hash);
@@ -172,4 +210,5 @@ fn acknowledged_writes_survive_sigkill() {
         total_acked > cycles as u64,
         "the children wrote: {total_acked} acks"
     );
+    assert!(total_deleted > 0, "the children deleted tables");
 }

@@ -1,0 +1,121 @@
+//! Deleting tables: the table leaves the catalog durably, its handles refuse writes, batches
+//! naming it apply nothing, a new table of the same name starts empty, and reopening (from the
+//! log alone, or from a checkpoint taken before the deletion plus the log) brings back every
+//! other table and none of the deleted one's pairs.
+
+mod common;
+
+use common::TempDir;
+use engine::{Db, Durability, Error, KeyType, Options, TableKind, WriteBatch};
+
+fn options() -> Options {
+    Options::new()
+        .durability(Durability::Immediate)
+        .checkpoint_interval(None)
+}
+
+/// Writes 100 pairs to `t` ("gone" later) and `kept`, deletes `t` (after a checkpoint when
+/// `checkpoint_first`), recreates it as a hash table with other pairs, and checks the result
+/// before and after a reopen.
+fn delete_and_reopen(checkpoint_first: bool) {
+    let dir = TempDir::new("engine-delete");
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        let gone = db.ordered_table::<u64>("t").unwrap();
+        let kept = db.ordered_table::<Vec<u8>>("kept").unwrap();
+        for i in 0..100u64 {
+            gone.insert(&i, common::value(i, 40)).unwrap();
+            kept.insert(&i.to_be_bytes(), common::value(i, 20)).unwrap();
+        }
+        if checkpoint_first {
+            db.checkpoint().unwrap();
+        }
+        assert!(db.delete_table("t").unwrap());
+        assert!(!db.delete_table("t").unwrap(), "already deleted");
+        assert!(matches!(
+            gone.insert(&1, b"late"),
+            Err(Error::TableDeleted { name }) if name == "t"
+        ));
+        assert!(matches!(gone.remove(&1), Err(Error::TableDeleted { .. })));
+        assert_eq!(
+            gone.get(&1),
+            Some(common::value(1, 40)),
+            "an old handle still reads what the table held"
+        );
+        let mut batch = WriteBatch::new();
+        batch.insert(&kept, b"batched", b"v").unwrap();
+        batch.insert(&gone, &7, b"v").unwrap();
+        assert!(matches!(db.write(batch), Err(Error::TableDeleted { .. })));
+        assert_eq!(
+            kept.get(b"batched"),
+            None,
+            "a refused batch applies nothing"
+        );
+        let again = db.hash_table::<u64>("t").unwrap();
+        assert!(
+            again.is_empty(),
+            "a new table of the same name starts empty"
+        );
+        again.insert(&1000, b"new").unwrap();
+        assert_eq!(
+            db.tables(),
+            [
+                ("kept".to_owned(), TableKind::Ordered, KeyType::Bytes),
+                ("t".to_owned(), TableKind::Hash, KeyType::U64),
+            ]
+        );
+        assert_eq!(db.stats().keys, 101, "stats count the live tables only");
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.tables().len(), 2);
+    let again = db.hash_table::<u64>("t").unwrap();
+    assert_eq!(
+        again.len(),
+        1,
+        "none of the deleted table's pairs came back"
+    );
+    assert_eq!(again.get(&1000), Some(b"new".to_vec()));
+    let kept = db.ordered_table::<Vec<u8>>("kept").unwrap();
+    assert_eq!(kept.len(), 100);
+    assert!(
+        (0..100u64).all(|i| kept.get(&i.to_be_bytes()) == Some(common::value(i, 20))),
+        "the other table is whole"
+    );
+    assert!(matches!(
+        db.ordered_table::<u64>("t"),
+        Err(Error::TableMismatch { .. })
+    ));
+    // A checkpoint after the reopen holds no deleted pair either.
+    db.checkpoint().unwrap();
+    drop((again, kept, db));
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.stats().keys, 101);
+}
+
+#[test]
+fn a_deleted_table_stays_deleted_across_reopens_from_the_log() {
+    delete_and_reopen(false);
+}
+
+#[test]
+fn a_deleted_table_stays_deleted_across_reopens_from_a_checkpoint() {
+    delete_and_reopen(true);
+}
+
+#[test]
+fn deleting_in_memory_and_bad_names() {
+    let db = Db::open_in_memory().unwrap();
+    let table = db.hash_table::<Vec<u8>>("h").unwrap();
+    table.insert(b"k", b"v").unwrap();
+    assert!(db.delete_table("h").unwrap());
+    assert!(db.tables().is_empty());
+    assert!(matches!(
+        table.insert(b"k", b"w"),
+        Err(Error::TableDeleted { .. })
+    ));
+    assert!(matches!(
+        db.delete_table(""),
+        Err(Error::InvalidTableName { .. })
+    ));
+    assert!(!db.delete_table("never created").unwrap());
+}
