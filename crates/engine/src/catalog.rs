@@ -6,10 +6,10 @@
 //! `u16` name length and the UTF-8 name; then the CRC32C of every byte before it. A table's id
 //! is its position; a deleted table keeps its entry, so its id is never reused and recovery
 //! knows to skip the log records and checkpoint entries that still name it. Version 1 (before
-//! deletion existed) is read too; version 2 is written. The file is replaced whole: written to
-//! `catalog.tmp`, fsynced, renamed over `catalog`, and the directory fsynced, before the new
-//! table takes its first write (and before a deletion returns), so the log never names a table
-//! the catalog lacks.
+//! deletion existed) is read too, and written while no table was deleted. The file is replaced
+//! whole: written to `catalog.tmp`, fsynced, renamed over `catalog`, and the directory fsynced,
+//! before the new table takes its first write (and before a deletion returns), so the log never
+//! names a table the catalog lacks.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -111,9 +111,16 @@ impl Catalog {
         Ok(Self { entries })
     }
 
+    /// The file's bytes: version 1 while no table was deleted, so that older builds can still
+    /// open the database.
     fn encode(&self) -> Vec<u8> {
         let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        let version = if self.entries.iter().any(|e| e.deleted) {
+            VERSION
+        } else {
+            1
+        };
+        bytes.extend_from_slice(&u32::to_le_bytes(version));
         bytes.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         for (id, entry) in self.entries.iter().enumerate() {
             bytes.extend_from_slice(&(id as u32).to_le_bytes());
@@ -278,6 +285,11 @@ mod tests {
             bytes
         };
         let catalog = sample();
+        assert_eq!(
+            catalog.encode()[8..12],
+            1u32.to_le_bytes(),
+            "written as version 1 while nothing was deleted"
+        );
         assert_eq!(Catalog::decode(&rewrite(catalog.encode())), Ok(catalog));
         let mut deleted = sample();
         deleted.delete(1);

@@ -159,12 +159,18 @@ impl Db {
     /// Deletes the table called `name` with every pair in it; false if there is no such
     /// table.
     ///
-    /// The deletion is durable when this returns: a reopened database does not have the
+    /// The deletion is durable when this returns, and so is every write that returned
+    /// before the call (it syncs the log first): a reopened database does not have the
     /// table, although the log and older checkpoints may still hold its pairs. Writes through
     /// handles of the deleted table, and batches naming it, then fail with
-    /// [`Error::TableDeleted`]; reads through those handles still see what it held, and its
-    /// memory is released when its last handle is dropped. A table created later under the
-    /// same name starts empty.
+    /// [`Error::TableDeleted`] (one racing the deletion may succeed, ordered before it);
+    /// reads through those handles still see what it held, and its memory and background
+    /// threads are released when its last handle is dropped. A table created later under the
+    /// same name starts empty. The catalog keeps one small entry per deleted table.
+    ///
+    /// If writing the catalog fails, the error is returned but the table is deleted in this
+    /// process all the same; a reopen may or may not show it (with what it held before the
+    /// call).
     ///
     /// ```
     /// use engine::{Db, Error};
@@ -252,25 +258,35 @@ impl DbInner {
         Ok((id, store))
     }
 
-    /// Deletes table `name`: the catalog first (durably), then its store leaves the list that
-    /// checkpoints read, and refuses writes from then on.
+    /// Deletes table `name`: the log synced (so no earlier write is lost with a deletion that
+    /// reached the disk before it), the catalog rewritten, then its store leaves the list that
+    /// checkpoints read and refuses writes from then on.
+    ///
+    /// A failed catalog write still deletes the table in memory, and returns the error: the
+    /// table refuses writes either way, so none is acknowledged that a reopen could lose,
+    /// whether or not the file on disk shows the deletion.
     fn delete_table(&self, name: &str) -> Result<bool> {
         catalog::check_name(name)?;
+        if let Some(wal) = &self.wal {
+            wal.sync()?;
+        }
         let mut catalog = self.catalog.lock();
         let Some((id, _)) = catalog.find(name) else {
             return Ok(false);
         };
-        let mut shrunk = catalog.clone();
-        shrunk.delete(id);
-        if let Some(dir) = &self.dir {
-            shrunk.write(dir)?;
-        }
-        *catalog = shrunk;
+        catalog.delete(id);
+        let written = match &self.dir {
+            Some(dir) => catalog.write(dir),
+            None => Ok(()),
+        };
         let store = self.tables.write()[id as usize]
             .take()
             .expect("a live table has a store");
         store.mark_deleted();
-        Ok(true)
+        // The store may be the table's last reference: free it without the catalog held.
+        drop(catalog);
+        drop(store);
+        written.map(|()| true)
     }
 
     /// The error of a write to deleted table `id`.

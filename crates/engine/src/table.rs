@@ -174,7 +174,7 @@ macro_rules! point_operations {
             self.handle.insert(key.borrow(), value.as_ref())
         }
 
-        /// Removes `key`; its value, if it was present.
+        /// Removes `key`; its value, if it was present. Errors as for `insert`.
         pub fn remove<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> Result<Option<Vec<u8>>> {
             self.handle.remove(key.borrow())
         }

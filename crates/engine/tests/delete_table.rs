@@ -85,11 +85,42 @@ fn delete_and_reopen(checkpoint_first: bool) {
         db.ordered_table::<u64>("t"),
         Err(Error::TableMismatch { .. })
     ));
-    // A checkpoint after the reopen holds no deleted pair either.
+    // A checkpoint after the reopen holds the live tables' pairs only.
     db.checkpoint().unwrap();
     drop((again, kept, db));
     let db = Db::open(dir.path(), options()).unwrap();
-    assert_eq!(db.stats().keys, 101);
+    let stats = db.stats();
+    assert_eq!(stats.keys, 101);
+    assert_eq!(
+        stats
+            .recovery
+            .expect("opened from a directory")
+            .checkpoint_entries,
+        101,
+        "the checkpoint holds no pair of the deleted table"
+    );
+}
+
+/// The catalog stays in format version 1, which older builds read, until a table is deleted.
+#[test]
+fn the_catalog_format_changes_only_with_a_deletion() {
+    let dir = TempDir::new("engine-delete-format");
+    let version = || {
+        let bytes = std::fs::read(dir.path().join("catalog")).unwrap();
+        u32::from_le_bytes(bytes[8..12].try_into().unwrap())
+    };
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.ordered_table::<u64>("a").unwrap();
+    db.hash_table::<u64>("b").unwrap();
+    assert_eq!(version(), 1);
+    assert!(db.delete_table("a").unwrap());
+    assert_eq!(version(), 2);
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(
+        db.tables(),
+        [("b".to_owned(), TableKind::Hash, KeyType::U64)]
+    );
 }
 
 #[test]

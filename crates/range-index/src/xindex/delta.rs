@@ -59,7 +59,8 @@
 //!   and then descend again for the keys below the fence. Separators are immortal and a split
 //!   divides a leaf's range at a key above its fence, so every key below a fence stays in
 //!   leaves below it: each step yields keys below the previous one's, and a key present
-//!   throughout is never skipped.
+//!   throughout is never skipped. Each leaf costs a descent (forward scans follow `next`
+//!   links instead), which is cheap for a buffer of a few hundred keys.
 //! - **Writers lock only the nodes they change**, by upgrading the versions they read
 //!   ([`NodeLock::try_upgrade`]), never by waiting while holding a lock, so writers cannot
 //!   deadlock. An insert descends like a lookup and splits every full node it meets on the way
@@ -847,6 +848,8 @@ impl<'a, K: IndexKey, const FANOUT: usize> Iterator for DeltaRevIter<'a, K, FANO
     }
 }
 
+impl<K: IndexKey, const FANOUT: usize> std::iter::FusedIterator for DeltaRevIter<'_, K, FANOUT> {}
+
 impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaRevIter<'_, K, FANOUT> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeltaRevIter")
@@ -989,6 +992,7 @@ mod tests {
         send_sync::<DeltaIndex<u64>>();
         send_sync::<DeltaIndex<Vec<u8>, 4>>();
         send_sync::<DeltaIter<'static, Vec<u8>>>();
+        send_sync::<DeltaRevIter<'static, Vec<u8>>>();
     }
 
     #[test]
