@@ -144,6 +144,10 @@ fn scan_group_rev<K: IndexKey>(
         Bound::Unbounded => keys.len(),
     }
     .min(keys.len());
+    // As a forward scan does: request the lines of the records the scan may take together.
+    let wanted = upper.saturating_sub(limit.saturating_sub(out.len()))..upper;
+    prefetch::slice(&keys[wanted.clone()]);
+    prefetch::slice(&cells[wanted]);
     let mut buf = group.buf().iter_rev(end).peekable();
     let mut tmp = group.tmp_buf().map(|tmp| tmp.iter_rev(end).peekable());
     loop {
