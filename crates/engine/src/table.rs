@@ -8,6 +8,8 @@ use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use range_index::chunked::{ChunkSource, Chunked};
+
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::key::{MAX_KEY_LEN, TableKey};
@@ -240,15 +242,14 @@ impl<K: TableKey> OrderedTable<K> {
         R: RangeBounds<Q>,
     {
         let owned = |bound: Bound<&Q>| bound.map(|key| K::owned(key.borrow()));
-        Range {
-            store: &self.handle.store,
-            lower: owned(range.start_bound()),
-            upper: owned(range.end_bound()),
-            front: Vec::new().into_iter(),
-            back: Vec::new().into_iter(),
-            chunk_len: RANGE_CHUNK_MIN,
-            drained: false,
-        }
+        let bounds = (owned(range.start_bound()), owned(range.end_bound()));
+        let scans = StoreScans(&*self.handle.store);
+        Range(Chunked::new(
+            scans,
+            bounds,
+            RANGE_CHUNK_MIN,
+            RANGE_CHUNK_MAX,
+        ))
     }
 
     /// The pair with the smallest key, if any.
@@ -321,44 +322,27 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     Some(end)
 }
 
-/// The iterator of [`OrderedTable::range`], double-ended. Each end fetches only between the
-/// last keys the two have fetched; once a fetch finds fewer pairs than it asked for, both take
-/// what is left from the chunks in hand, so no pair comes out twice.
-pub struct Range<'a, K: TableKey> {
-    store: &'a Store<K>,
-    /// Above the last key the front fetched (the range's start before that).
-    lower: Bound<K>,
-    /// Below the last key the back fetched (the range's end before that).
-    upper: Bound<K>,
-    /// The front's chunk, ascending.
-    front: std::vec::IntoIter<(K, Vec<u8>)>,
-    /// The back's chunk, descending.
-    back: std::vec::IntoIter<(K, Vec<u8>)>,
-    /// The size of the next fetch.
-    chunk_len: usize,
-    /// Every pair between `lower` and `upper` was fetched.
-    drained: bool,
-}
+/// The iterator of [`OrderedTable::range`], double-ended: each end reads the table in chunks
+/// of 16 pairs at first, twice as many each time after, up to 1,024, and no pair comes out
+/// twice ([`Chunked`]).
+#[derive(Debug)]
+pub struct Range<'a, K: TableKey>(Chunked<K, StoreScans<'a, K>>);
 
-impl<K: TableKey> Range<'_, K> {
-    /// Fetches the next chunk at one end; the pairs come largest first from the back.
-    fn fetch(&mut self, back: bool) -> std::vec::IntoIter<(K, Vec<u8>)> {
-        let between = (
-            self.lower.as_ref().map(Borrow::borrow),
-            self.upper.as_ref().map(Borrow::borrow),
-        );
-        let chunk = self.store.scan_between(between, self.chunk_len, back);
-        self.drained = chunk.len() < self.chunk_len;
-        self.chunk_len = (self.chunk_len * 2).min(RANGE_CHUNK_MAX);
-        if let Some((key, _)) = chunk.last() {
-            let fetched = Bound::Excluded(key.clone());
-            if back {
-                self.upper = fetched;
-            } else {
-                self.lower = fetched;
-            }
-        }
-        chunk.into_iter()
+/// A table's bounded scans, as a [`ChunkSource`].
+struct StoreScans<'a, K: TableKey>(&'a Store<K>);
+
+impl<K: TableKey> ChunkSource<K> for StoreScans<'_, K> {
+    type Value = Vec<u8>;
+
+    fn fetch(
+        &self,
+        lower: Bound<&K>,
+        upper: Bound<&K>,
+        n: usize,
+        from_back: bool,
+    ) -> Vec<(K, Vec<u8>)> {
+        let bounds = (lower.map(Borrow::borrow), upper.map(Borrow::borrow));
+        self.0.scan_between(bounds, n, from_back)
     }
 }
 
@@ -366,38 +350,22 @@ impl<K: TableKey> Iterator for Range<'_, K> {
     type Item = (K, Vec<u8>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(pair) = self.front.next() {
-                return Some(pair);
-            }
-            if self.drained {
-                return self.back.next_back();
-            }
-            self.front = self.fetch(false);
-        }
+        self.0.next()
     }
 
     /// The range's largest pair, read from the back.
-    fn last(mut self) -> Option<Self::Item> {
-        self.next_back()
+    fn last(self) -> Option<Self::Item> {
+        self.0.last()
+    }
+}
+
+impl<K: TableKey> DoubleEndedIterator for Range<'_, K> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back()
     }
 }
 
 impl<K: TableKey> std::iter::FusedIterator for Range<'_, K> {}
-
-impl<K: TableKey> DoubleEndedIterator for Range<'_, K> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(pair) = self.back.next() {
-                return Some(pair);
-            }
-            if self.drained {
-                return self.front.next_back();
-            }
-            self.back = self.fetch(true);
-        }
-    }
-}
 
 /// A hash table over XIndex-H: point operations and unordered iteration.
 ///

@@ -9,6 +9,7 @@ use std::ops::RangeBounds;
 
 use learned_model::Key;
 
+pub mod chunked;
 pub mod xindex;
 
 pub use xindex::XIndex;

@@ -22,6 +22,7 @@ use std::ops::{Bound, RangeBounds};
 
 use concurrency::{RecordCell, prefetch};
 
+use crate::chunked::{ChunkSource, Chunked};
 use crate::xindex::group::Group;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
@@ -166,24 +167,14 @@ fn scan_group_rev<K: IndexKey>(
         let Some(key) = [in_array, in_buf, in_tmp].into_iter().flatten().max() else {
             return false;
         };
-        // The first live value in the lookup order, as a forward scan takes it.
-        let mut value = None;
-        let mut take = |cell: &RecordCell| {
-            if value.is_none() {
-                value = record::read(cell);
-            }
-        };
-        if in_array == Some(key) {
+        let in_array = (in_array == Some(key)).then(|| {
             upper -= 1;
-            take(&cells[upper]);
-        }
-        if in_buf == Some(key) {
-            take(buf.next().expect("peeked").1);
-        }
-        if in_tmp == Some(key) {
-            take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
-        }
-        if let Some(value) = value
+            &cells[upper]
+        });
+        let in_buf = (in_buf == Some(key)).then(|| buf.next().expect("peeked").1);
+        let in_tmp =
+            (in_tmp == Some(key)).then(|| tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
+        if let Some(value) = first_live([in_array, in_buf, in_tmp])
             && !matches!(start, Bound::Excluded(s) if s == key)
         {
             debug_assert!(
@@ -279,26 +270,23 @@ fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
         if let Some(done) = stop(key) {
             return done;
         }
-        let mut value = None;
-        let mut take = |cell: &RecordCell| {
-            if value.is_none() {
-                value = record::read(cell);
-            }
-        };
-        if in_array == Some(key) {
-            take(&cells[next]);
+        let in_array = (in_array == Some(key)).then(|| {
             next += 1;
-        }
-        if in_buf == Some(key) {
-            take(buf.next().expect("peeked").1);
-        }
-        if in_tmp == Some(key) {
-            take(tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
-        }
-        if emit(key, value) {
+            &cells[next - 1]
+        });
+        let in_buf = (in_buf == Some(key)).then(|| buf.next().expect("peeked").1);
+        let in_tmp =
+            (in_tmp == Some(key)).then(|| tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
+        if emit(key, first_live([in_array, in_buf, in_tmp])) {
             return true;
         }
     }
+}
+
+/// The value of the first live record among a key's records, given in the lookup order
+/// `data_array → buf → tmp_buf` (`None` where the key has no record).
+fn first_live(cells: [Option<&RecordCell>; 3]) -> Option<u64> {
+    cells.into_iter().flatten().find_map(record::read)
 }
 
 /// Whether `key` lies beyond the end bound.
@@ -317,42 +305,37 @@ fn past_end<Q: ?Sized + Ord>(key: &Q, end: Bound<&Q>) -> bool {
 /// long iteration never holds back the index's background work. Like a scan it is not a
 /// snapshot: each pair was live when its chunk was read, keys strictly ascend across chunks
 /// (strictly descend from the back), and writes made between chunks are seen or not depending
-/// on their keys' position. The two ends never yield a key twice: each fetches only between
-/// the last keys the two have fetched, and once a fetch finds fewer pairs than it asked for,
-/// both take what is left from the chunks in hand.
-pub struct Range<'a, K: IndexKey> {
-    inner: &'a Inner<K>,
-    /// Above the last key the front fetched (the range's start before that).
-    lower: Bound<K>,
-    /// Below the last key the back fetched (the range's end before that).
-    upper: Bound<K>,
-    /// The front's chunk, ascending.
-    front: std::vec::IntoIter<(K, u64)>,
-    /// The back's chunk, descending.
-    back: std::vec::IntoIter<(K, u64)>,
-    /// Every pair between `lower` and `upper` was fetched.
-    drained: bool,
+/// on their keys' position. The two ends never yield a key twice ([`Chunked`]).
+#[derive(Debug)]
+pub struct Range<'a, K: IndexKey>(Chunked<K, Scans<'a, K>>);
+
+/// The index's scans, as a [`ChunkSource`].
+struct Scans<'a, K: IndexKey>(&'a Inner<K>);
+
+impl<K: IndexKey> ChunkSource<K> for Scans<'_, K> {
+    type Value = u64;
+
+    fn fetch(
+        &self,
+        lower: Bound<&K>,
+        upper: Bound<&K>,
+        n: usize,
+        from_back: bool,
+    ) -> Vec<(K, u64)> {
+        let (lower, upper) = (lower.map(Borrow::borrow), upper.map(Borrow::borrow));
+        if from_back {
+            self.0.scan_rev(lower, upper, n)
+        } else {
+            self.0.scan(lower, upper, n)
+        }
+    }
 }
 
 impl<'a, K: IndexKey> Range<'a, K> {
     pub(crate) fn new<R: RangeBounds<K::Query>>(inner: &'a Inner<K>, range: R) -> Self {
         let owned = |bound: Bound<&K::Query>| bound.map(K::from_query);
-        Self {
-            inner,
-            lower: owned(range.start_bound()),
-            upper: owned(range.end_bound()),
-            front: Vec::new().into_iter(),
-            back: Vec::new().into_iter(),
-            drained: false,
-        }
-    }
-
-    /// The bounds between the two ends' fetches.
-    fn between(&self) -> (Bound<&K::Query>, Bound<&K::Query>) {
-        (
-            self.lower.as_ref().map(Borrow::borrow),
-            self.upper.as_ref().map(Borrow::borrow),
-        )
+        let bounds = (owned(range.start_bound()), owned(range.end_bound()));
+        Self(Chunked::new(Scans(inner), bounds, RANGE_CHUNK, RANGE_CHUNK))
     }
 }
 
@@ -360,57 +343,19 @@ impl<K: IndexKey> Iterator for Range<'_, K> {
     type Item = (K, u64);
 
     fn next(&mut self) -> Option<(K, u64)> {
-        loop {
-            if let Some(pair) = self.front.next() {
-                return Some(pair);
-            }
-            if self.drained {
-                return self.back.next_back();
-            }
-            let (lower, upper) = self.between();
-            let batch = self.inner.scan(lower, upper, RANGE_CHUNK);
-            self.drained = batch.len() < RANGE_CHUNK;
-            if let Some((last, _)) = batch.last() {
-                self.lower = Bound::Excluded(last.clone());
-            }
-            self.front = batch.into_iter();
-        }
+        self.0.next()
     }
 
     /// The range's largest pair, read from the back.
-    fn last(mut self) -> Option<(K, u64)> {
-        self.next_back()
+    fn last(self) -> Option<(K, u64)> {
+        self.0.last()
+    }
+}
+
+impl<K: IndexKey> DoubleEndedIterator for Range<'_, K> {
+    fn next_back(&mut self) -> Option<(K, u64)> {
+        self.0.next_back()
     }
 }
 
 impl<K: IndexKey> std::iter::FusedIterator for Range<'_, K> {}
-
-impl<K: IndexKey> DoubleEndedIterator for Range<'_, K> {
-    fn next_back(&mut self) -> Option<(K, u64)> {
-        loop {
-            if let Some(pair) = self.back.next() {
-                return Some(pair);
-            }
-            if self.drained {
-                return self.front.next_back();
-            }
-            let (lower, upper) = self.between();
-            let batch = self.inner.scan_rev(lower, upper, RANGE_CHUNK);
-            self.drained = batch.len() < RANGE_CHUNK;
-            if let Some((last, _)) = batch.last() {
-                self.upper = Bound::Excluded(last.clone());
-            }
-            self.back = batch.into_iter();
-        }
-    }
-}
-
-impl<K: IndexKey> std::fmt::Debug for Range<'_, K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Range")
-            .field("lower", &self.lower)
-            .field("upper", &self.upper)
-            .field("drained", &self.drained)
-            .finish_non_exhaustive()
-    }
-}
