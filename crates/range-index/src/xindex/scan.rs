@@ -10,9 +10,9 @@
 //! ([`Root::locate_end`](crate::xindex::root::Root::locate_end)), its array read downward from
 //! the bound and its delta indexes backward from it
 //! ([`DeltaIndex::iter_rev`](crate::xindex::DeltaIndex::iter_rev)), then the group answering
-//! for the keys below its pivot. Each group is asked only for keys between its
-//! pivot and the bound, which lies within its own range, so neighbours' keys held by the views
-//! of a split or by a merge's shared `tmp_buf` are never taken twice.
+//! for the keys below its pivot. Each group is asked only for keys between its pivot and the
+//! bound, which lies within its own range, so neighbours' keys held by the views of a split or
+//! by a merge's shared `tmp_buf` are never taken twice.
 //!
 //! Scans read each record consistently but are not snapshots: a pair is returned if its
 //! record was live when the scan read it.
