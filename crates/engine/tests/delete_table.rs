@@ -187,7 +187,7 @@ fn deletions_race_writers_and_recreations() {
                 })
             })
             .collect();
-        for _ in 0..200 {
+        for _ in 0..100 {
             db.delete_table("t").unwrap();
             db.ordered_table::<u64>("t").unwrap();
         }
