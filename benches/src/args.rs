@@ -123,18 +123,21 @@ pub enum KvWorkload {
     Get,
     /// Range reads from random loaded keys.
     Range,
+    /// Range reads downward from random loaded keys.
+    RangeRev,
     /// Removals of half the loaded keys.
     Remove,
 }
 
 impl KvWorkload {
     /// Every workload, in the order a run executes them.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Bulk,
         Self::Durable,
         Self::Batch,
         Self::Get,
         Self::Range,
+        Self::RangeRev,
         Self::Remove,
     ];
 
@@ -146,6 +149,7 @@ impl KvWorkload {
             Self::Batch => "batch",
             Self::Get => "get",
             Self::Range => "range",
+            Self::RangeRev => "range-rev",
             Self::Remove => "remove",
         }
     }
@@ -269,7 +273,7 @@ pub fn usage() -> String {
         "\n\
          \x20                     engine: {} (embedded stores)\n\
          \x20 --workload LIST     ycsb: a,b,c,d,e,f; engine: bulk,durable,batch,get,range,\n\
-         \x20                     remove (default all; engine always loads)\n\
+         \x20                     range-rev,remove (default all; engine always loads)\n\
          \x20 --write-ratio LIST  rw only: write fractions in (0, 1] (default 0.1,0.5)\n\
          \x20 --shift-to NAME     shift only: the distribution after the shift (default linear)\n\
          \x20 --seed N            seed of the data sets and operation streams (default {})\n\
@@ -633,7 +637,7 @@ fn parse_kv_workload(text: &str) -> Result<KvWorkload, String> {
         .into_iter()
         .find(|workload| workload.name() == text)
         .ok_or_else(|| {
-            format!("unknown engine workload `{text}` (bulk, durable, batch, get, range, remove)")
+            format!("unknown engine workload `{text}` (bulk, durable, batch, get, range, range-rev, remove)")
         })
 }
 

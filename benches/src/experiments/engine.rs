@@ -8,8 +8,9 @@
 //! in redb's order: bulk load of every record (random order), [`DURABLE_WRITES`] individual
 //! durable writes, [`BATCHES`] durable batches of [`BATCH_LEN`] writes (new keys each), random
 //! gets of loaded keys (`--keys` of them per thread count, split over the threads), range reads
-//! of [`RANGE_LEN`] pairs from random loaded keys (`--keys / 2`), and removals of half the loaded
-//! keys in one batch or transaction. Sizes on disk (allocated blocks) after the load and after
+//! of [`RANGE_LEN`] pairs from random loaded keys (`--keys / 2`), the same read downward
+//! (`range-rev`, not in redb's benchmark), and removals of half the loaded keys in one batch or
+//! transaction. Sizes on disk (allocated blocks) after the load and after
 //! the removals go into the notes. The whole loop of a workload is timed, as redb's benchmark
 //! does; only durable writes and batches, slow enough for a clock read not to matter, are also
 //! timed one by one (the latency columns; zero elsewhere). A store's runs follow each other, and
@@ -347,9 +348,11 @@ fn workloads(
         }
     }
 
-    if wants(KvWorkload::Range) {
-        for &threads in plan.threads {
-            out.push((KvWorkload::Range, ranges(store, plan, threads, seed)?));
+    for (workload, descending) in [(KvWorkload::Range, false), (KvWorkload::RangeRev, true)] {
+        if wants(workload) {
+            for &threads in plan.threads {
+                out.push((workload, ranges(store, plan, threads, descending, seed)?));
+            }
         }
     }
 
@@ -383,14 +386,14 @@ fn draws(count: usize, below: usize, threads: usize, seed: u64) -> Vec<Vec<usize
 }
 
 /// Runs `work` on `threads` threads, each with its own reader and its own draws, all starting
-/// together; the wall-clock time from the start to the last thread's end, and each thread's
-/// result.
+/// together; the wall-clock time from the first thread's start to the last thread's end, and
+/// each thread's result.
 fn timed_threads<T: Send>(
     store: &dyn KvStore,
     draws: &[Vec<usize>],
     work: impl Fn(&mut dyn stores::KvReader, &[usize]) -> Result<T, String> + Sync,
 ) -> Result<(Duration, Vec<T>), String> {
-    let barrier = Barrier::new(draws.len() + 1);
+    let barrier = Barrier::new(draws.len());
     std::thread::scope(|scope| {
         let handles: Vec<_> = draws
             .iter()
@@ -399,20 +402,30 @@ fn timed_threads<T: Send>(
                 scope.spawn(move || {
                     let reader = store.reader();
                     barrier.wait();
+                    // Each thread clocks its own loop: a clock read by the spawning thread
+                    // after the barrier could come late (two readers on two cores leave it
+                    // waiting for one), and the loop would look faster than it ran.
+                    let began = Instant::now();
                     let mut reader = reader?;
-                    work(&mut *reader, mine)
+                    let result = work(&mut *reader, mine)?;
+                    Ok((result, began, Instant::now()))
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let results: Vec<Result<T, String>> = handles
+        let results = handles
             .into_iter()
             .map(|handle| handle.join().expect("a reading thread panicked"))
-            .collect();
-        let elapsed = start.elapsed();
-        let results = results.into_iter().collect::<Result<Vec<T>, String>>()?;
-        Ok((elapsed, results))
+            .collect::<Result<Vec<(T, Instant, Instant)>, String>>()?;
+        let began = results.iter().map(|&(_, began, _)| began).min();
+        let ended = results.iter().map(|&(_, _, ended)| ended).max();
+        let elapsed = match (began, ended) {
+            (Some(began), Some(ended)) => ended - began,
+            _ => Duration::ZERO,
+        };
+        Ok((
+            elapsed,
+            results.into_iter().map(|(result, ..)| result).collect(),
+        ))
     })
 }
 
@@ -444,11 +457,12 @@ fn gets(
     Ok(Measured::whole(threads, ops, elapsed, Notes::new()))
 }
 
-/// Range reads of [`RANGE_LEN`] pairs from random loaded keys.
+/// Range reads of [`RANGE_LEN`] pairs from random loaded keys, upward or `descending`.
 fn ranges(
     store: &dyn KvStore,
     plan: &Plan<'_>,
     threads: usize,
+    descending: bool,
     seed: u64,
 ) -> Result<Measured, String> {
     let records = plan.records;
@@ -456,7 +470,8 @@ fn ranges(
     let (elapsed, read) = timed_threads(store, &draws, |reader, mine| {
         let (mut read, mut checksum) = (0usize, 0u64);
         for &i in mine {
-            read += reader.range(&records.derived(i).0, RANGE_LEN, &mut checksum)?;
+            let start = records.derived(i).0;
+            read += reader.range(&start, RANGE_LEN, descending, &mut checksum)?;
         }
         black_box(checksum);
         Ok(read)

@@ -101,12 +101,28 @@ impl KvReader for Reader<'_> {
         Ok(value.is_some_and(|value| *value == *expected))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
         let mut read = 0;
-        for guard in self.keyspace.range(start..).take(n) {
+        let mut visit = |guard: fjall::Guard| -> StoreResult<()> {
             let (key, value) = guard.into_inner().doing("reading a pair")?;
             fold(checksum, &key, &value);
             read += 1;
+            Ok(())
+        };
+        if descending {
+            let pairs = self.keyspace.range(..=start);
+            pairs.rev().take(n).try_for_each(&mut visit)?;
+        } else {
+            self.keyspace
+                .range(start..)
+                .take(n)
+                .try_for_each(&mut visit)?;
         }
         Ok(read)
     }

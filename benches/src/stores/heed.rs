@@ -108,13 +108,28 @@ impl KvReader for Reader<'_> {
         Ok(value == Some(expected))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
-        let bounds = (Bound::Included(start), Bound::Unbounded);
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
         let mut read = 0;
-        for pair in self.db.range(&self.txn, &bounds).doing("ranging")?.take(n) {
+        let mut visit = |pair: heed::Result<(&[u8], &[u8])>| -> StoreResult<()> {
             let (key, value) = pair.doing("reading a pair")?;
             fold(checksum, key, value);
             read += 1;
+            Ok(())
+        };
+        if descending {
+            let bounds = (Bound::Unbounded, Bound::Included(start));
+            let pairs = self.db.rev_range(&self.txn, &bounds).doing("ranging")?;
+            pairs.take(n).try_for_each(&mut visit)?;
+        } else {
+            let bounds = (Bound::Included(start), Bound::Unbounded);
+            let pairs = self.db.range(&self.txn, &bounds).doing("ranging")?;
+            pairs.take(n).try_for_each(&mut visit)?;
         }
         Ok(read)
     }

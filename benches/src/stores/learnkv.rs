@@ -156,9 +156,18 @@ impl KvReader for Reader<'_> {
         Ok(self.table.get_with(key, |value| value == expected) == Some(true))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
-        Ok(self
-            .table
-            .scan_with(start, n, |key, value| fold(checksum, key, value)))
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
+        let visit = |key: &[u8], value: &[u8]| fold(checksum, key, value);
+        Ok(if descending {
+            self.table.scan_rev_with(start, n, visit)
+        } else {
+            self.table.scan_with(start, n, visit)
+        })
     }
 }

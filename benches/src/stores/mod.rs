@@ -74,9 +74,16 @@ pub trait KvReader {
     /// Reads the value at `key`; whether it is present and equal to `expected`.
     fn get(&mut self, key: &[u8], expected: &[u8]) -> StoreResult<bool>;
 
-    /// Reads up to `n` pairs from the first key at or after `start`, folding each into
-    /// `checksum` with [`fold`]; how many it read.
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize>;
+    /// Reads up to `n` pairs from the first key at or after `start` upward (with `descending`,
+    /// from the last key at or before it downward), folding each into `checksum` with
+    /// [`fold`]; how many it read.
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize>;
 }
 
 /// Folds a pair into a range read's checksum: its lengths and the first and last byte of each.

@@ -94,12 +94,26 @@ impl KvReader for Reader<'_> {
         Ok(self.maps.hashed.get(key).map(Vec::as_slice) == Some(expected))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
-        let bounds = (Bound::Included(start), Bound::Unbounded);
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
         let mut read = 0;
-        for (key, value) in self.maps.ordered.range::<[u8], _>(bounds).take(n) {
+        let mut visit = |(key, value): (&Vec<u8>, &Vec<u8>)| {
             fold(checksum, key, value);
             read += 1;
+        };
+        if descending {
+            let bounds = (Bound::Unbounded, Bound::Included(start));
+            let pairs = self.maps.ordered.range::<[u8], _>(bounds);
+            pairs.rev().take(n).for_each(&mut visit);
+        } else {
+            let bounds = (Bound::Included(start), Bound::Unbounded);
+            let pairs = self.maps.ordered.range::<[u8], _>(bounds);
+            pairs.take(n).for_each(&mut visit);
         }
         Ok(read)
     }

@@ -110,12 +110,30 @@ impl KvReader for Reader {
         Ok(value.is_some_and(|value| value.value() == expected))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
         let mut read = 0;
-        for pair in self.table.range(start..).doing("ranging")?.take(n) {
+        type Guards<'a> = (
+            redb::AccessGuard<'a, &'static [u8]>,
+            redb::AccessGuard<'a, &'static [u8]>,
+        );
+        let mut visit = |pair: Result<Guards<'_>, redb::StorageError>| -> StoreResult<()> {
             let (key, value) = pair.doing("reading a pair")?;
             fold(checksum, key.value(), value.value());
             read += 1;
+            Ok(())
+        };
+        if descending {
+            let pairs = self.table.range(..=start).doing("ranging")?;
+            pairs.rev().take(n).try_for_each(&mut visit)?;
+        } else {
+            let pairs = self.table.range(start..).doing("ranging")?;
+            pairs.take(n).try_for_each(&mut visit)?;
         }
         Ok(read)
     }

@@ -95,12 +95,28 @@ impl KvReader for Reader<'_> {
         Ok(value.is_some_and(|value| *value == *expected))
     }
 
-    fn range(&mut self, start: &[u8], n: usize, checksum: &mut u64) -> StoreResult<usize> {
+    fn range(
+        &mut self,
+        start: &[u8],
+        n: usize,
+        descending: bool,
+        checksum: &mut u64,
+    ) -> StoreResult<usize> {
         let mut read = 0;
-        for pair in self.db.range(start..).take(n) {
+        let mut visit = |pair: sled::Result<(sled::IVec, sled::IVec)>| -> StoreResult<()> {
             let (key, value) = pair.doing("reading a pair")?;
             fold(checksum, &key, &value);
             read += 1;
+            Ok(())
+        };
+        if descending {
+            self.db
+                .range(..=start)
+                .rev()
+                .take(n)
+                .try_for_each(&mut visit)?;
+        } else {
+            self.db.range(start..).take(n).try_for_each(&mut visit)?;
         }
         Ok(read)
     }

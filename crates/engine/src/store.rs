@@ -208,20 +208,25 @@ impl<K: TableKey> Store<K> {
         pairs
     }
 
-    /// Calls `visit` with up to `n` pairs with keys at or above `start`, ascending, each value
-    /// read in place; how many it visited. The keys come in the index's own form, so a short
-    /// byte-string key costs no allocation.
+    /// Calls `visit` with up to `n` pairs with keys at or above `start`, ascending (with
+    /// `reverse`, at or below it, descending), each value read in place; how many it visited.
+    /// The keys come in the index's own form, so a short byte-string key costs no allocation.
     pub(crate) fn scan_with(
         &self,
         start: &K::Query,
         n: usize,
+        reverse: bool,
         mut visit: impl FnMut(&K::Query, &[u8]),
     ) -> usize {
         let Index::Ordered(index) = &self.index else {
             return 0;
         };
         let _guard = epoch::pin();
-        let pairs = index.scan_stored(start, n);
+        let pairs = if reverse {
+            index.scan_rev_stored(start, n)
+        } else {
+            index.scan_stored(start, n)
+        };
         let visited = pairs.len();
         // SAFETY: the scan loads the words while `_guard` is pinned, which outlives the reads.
         unsafe { read_scanned(pairs, |key, value| visit(K::query(&key), value)) };

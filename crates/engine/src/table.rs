@@ -281,7 +281,31 @@ impl<K: TableKey> OrderedTable<K> {
         n: usize,
         visit: impl FnMut(&K::Query, &[u8]),
     ) -> usize {
-        self.handle.store.scan_with(start.borrow(), n, visit)
+        self.handle.store.scan_with(start.borrow(), n, false, visit)
+    }
+
+    /// [`scan_with`](Self::scan_with) backward: up to `n` pairs with keys at or below `end`,
+    /// the largest first.
+    ///
+    /// ```
+    /// use engine::Db;
+    /// let db = Db::open_in_memory()?;
+    /// let events = db.ordered_table::<u64>("events")?;
+    /// for at in [10, 20, 30] {
+    ///     events.insert(&at, at.to_le_bytes())?;
+    /// }
+    /// let mut latest = Vec::new();
+    /// events.scan_rev_with(&25, 5, |&at, _| latest.push(at));
+    /// assert_eq!(latest, [20, 10]);
+    /// # Ok::<(), engine::Error>(())
+    /// ```
+    pub fn scan_rev_with<Q: Borrow<K::Query> + ?Sized>(
+        &self,
+        end: &Q,
+        n: usize,
+        visit: impl FnMut(&K::Query, &[u8]),
+    ) -> usize {
+        self.handle.store.scan_with(end.borrow(), n, true, visit)
     }
 
     /// Every pair, ascending.

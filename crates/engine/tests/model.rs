@@ -286,6 +286,16 @@ proptest! {
             let want_pairs: Vec<(u64, Vec<u8>)> =
                 want.iter().map(|&k| (k, k.to_le_bytes().to_vec())).collect();
             prop_assert_eq!(visited, want_pairs);
+            let mut visited = Vec::new();
+            let count = table.scan_rev_with(&a, 5, |&k, v| visited.push((k, v.to_vec())));
+            let want: Vec<(u64, Vec<u8>)> = keys
+                .range(..=a)
+                .rev()
+                .take(5)
+                .map(|&k| (k, k.to_le_bytes().to_vec()))
+                .collect();
+            prop_assert_eq!(count, want.len());
+            prop_assert_eq!(visited, want);
         }
     }
 }

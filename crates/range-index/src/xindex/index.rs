@@ -202,6 +202,13 @@ impl<K: IndexKey> XIndex<K> {
             .scan_rev(range.start_bound(), range.end_bound(), n)
     }
 
+    /// The last `n` live pairs with keys at or below `end`, the largest first, with the keys
+    /// in the records' own form (see [`scan_stored`](Self::scan_stored)).
+    pub fn scan_rev_stored(&self, end: &K::Query, n: usize) -> Vec<(K::Stored, u64)> {
+        self.inner
+            .scan_rev_as(Bound::Unbounded, Bound::Included(end), n, K::to_stored)
+    }
+
     /// [`OrderedIndex::scan`] with the keys in the records' own form ([`IndexKey::Stored`]:
     /// `u64` itself; for byte strings a [`ByteKey`](crate::xindex::ByteKey), inline up to 30
     /// bytes), which spares a scan of short byte-string keys one allocation per key.

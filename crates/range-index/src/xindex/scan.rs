@@ -92,6 +92,17 @@ impl<K: IndexKey> Inner<K> {
         end: Bound<&K::Query>,
         n: usize,
     ) -> Vec<(K, u64)> {
+        self.scan_rev_as(start, end, n, K::from_query)
+    }
+
+    /// [`scan_rev`](Self::scan_rev) with each key made by `make` from the index's own copy.
+    pub(crate) fn scan_rev_as<T: Borrow<K::Query>>(
+        &self,
+        start: Bound<&K::Query>,
+        end: Bound<&K::Query>,
+        n: usize,
+        make: impl Fn(&K::Query) -> T,
+    ) -> Vec<(T, u64)> {
         if n == 0 {
             return Vec::new();
         }
@@ -102,7 +113,7 @@ impl<K: IndexKey> Inner<K> {
         let mut upper = end;
         loop {
             let group = root.locate_end(upper);
-            if scan_group_rev(group, start, upper, n, &mut out) {
+            if scan_group_rev(group, start, upper, n, &make, &mut out) {
                 return out;
             }
             let pivot = group.pivot().borrow();
@@ -121,12 +132,13 @@ impl<K: IndexKey> Inner<K> {
 /// Appends to `out`, the largest first, the live pairs of `group` within `(start, end)` and
 /// at or above its pivot (`end` lies within the group's range) until `out` holds `limit`
 /// pairs; true if `out` is full.
-fn scan_group_rev<K: IndexKey>(
+fn scan_group_rev<K: IndexKey, T: Borrow<K::Query>>(
     group: &Group<K>,
     start: Bound<&K::Query>,
     end: Bound<&K::Query>,
     limit: usize,
-    out: &mut Vec<(K, u64)>,
+    make: &impl Fn(&K::Query) -> T,
+    out: &mut Vec<(T, u64)>,
 ) -> bool {
     let (keys, cells) = (group.keys(), group.cells());
     let pivot = group.pivot().borrow();
@@ -181,7 +193,7 @@ fn scan_group_rev<K: IndexKey>(
                 out.last().is_none_or(|(last, _)| last.borrow() > key),
                 "groups hold disjoint, descending key ranges"
             );
-            out.push((K::from_query(key), value));
+            out.push((make(key), value));
             if out.len() >= limit {
                 return true;
             }
