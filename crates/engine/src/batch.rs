@@ -168,8 +168,8 @@ impl WriteBatch {
         if self.db != Some(db.id) {
             return Err(Error::ForeignTable);
         }
-        if let Some(write) = self.writes.iter().find(|w| w.store.is_deleted()) {
-            return Err(db.deleted(write.table));
+        if let Some(deleted) = self.writes.iter().find_map(|w| w.store.deleted()) {
+            return Err(deleted);
         }
         let words: Vec<Option<u64>> = self
             .writes

@@ -2,14 +2,16 @@
 //! `catalog` (DESIGN.md, "Files").
 //!
 //! Layout, little-endian: the magic `LKVCATLG`, a `u32` format version, a `u32` entry count;
-//! per entry a `u32` id, a `u8` kind (bit 7 set: the table was deleted), a `u8` key type, a
-//! `u16` name length and the UTF-8 name; then the CRC32C of every byte before it. A table's id
-//! is its position; a deleted table keeps its entry, so its id is never reused and recovery
-//! knows to skip the log records and checkpoint entries that still name it. Version 1 (before
-//! deletion existed) is read too, and written while no table was deleted. The file is replaced
-//! whole: written to `catalog.tmp`, fsynced, renamed over `catalog`, and the directory fsynced,
-//! before the new table takes its first write (and before a deletion returns), so the log never
-//! names a table the catalog lacks.
+//! in version 2 then the `u32` id the next table will take; per entry a `u32` id, a `u8` kind,
+//! a `u8` key type, a `u16` name length and the UTF-8 name; then the CRC32C of every byte
+//! before it. Ids are never reused: a deleted table leaves the catalog, and its id, below the
+//! next one, tells recovery to skip the log records and checkpoint entries that still name it
+//! (an id at or above the next one is a foreign or corrupt file). Version 1, from before
+//! deletion existed, has no next id and consecutive ids from 0; it is still read, and still
+//! written while no table was ever deleted, so older builds open such databases. The file is
+//! replaced whole: written to `catalog.tmp`, fsynced, renamed over `catalog`, and the directory
+//! fsynced, before a new table takes its first write (and before a deletion returns), so the
+//! log never names a table the catalog does not account for.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -20,8 +22,6 @@ use crate::key::{KeyType, TableKind};
 
 const MAGIC: &[u8; 8] = b"LKVCATLG";
 const VERSION: u32 = 2;
-/// The kind byte's flag of a deleted table.
-const DELETED: u8 = 0x80;
 /// The catalog's file name.
 pub(crate) const FILE: &str = "catalog";
 /// The longest table name, in bytes.
@@ -30,17 +30,17 @@ pub const MAX_TABLE_NAME: usize = 255;
 /// One table of the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
+    pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) kind: TableKind,
     pub(crate) key: KeyType,
-    /// The table was deleted: its id stays taken and its data is ignored.
-    pub(crate) deleted: bool,
 }
 
-/// The tables, in id order.
+/// The live tables, in id order, and the id the next table takes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Catalog {
     entries: Vec<Entry>,
+    next_id: u32,
 }
 
 impl Catalog {
@@ -73,18 +73,19 @@ impl Catalog {
             return Err((8, "unsupported catalog version"));
         }
         let count = reader.u32()?;
-        let mut entries = Vec::new();
-        for id in 0..count {
+        let next_id = if version == 1 { count } else { reader.u32()? };
+        let mut entries: Vec<Entry> = Vec::new();
+        for position in 0..count {
             let at = reader.at as u64;
-            if reader.u32()? != id {
-                return Err((at, "table ids are not consecutive"));
+            let id = reader.u32()?;
+            let in_order = match entries.last() {
+                Some(last) => id > last.id,
+                None => true,
+            };
+            if (version == 1 && id != position) || !in_order || id >= next_id {
+                return Err((at, "table ids out of order"));
             }
-            let mut kind_byte = reader.u8()?;
-            let deleted = version >= 2 && kind_byte & DELETED != 0;
-            if deleted {
-                kind_byte &= !DELETED;
-            }
-            let kind = match kind_byte {
+            let kind = match reader.u8()? {
                 0 => TableKind::Ordered,
                 1 => TableKind::Hash,
                 _ => return Err((at, "unknown table kind")),
@@ -99,36 +100,35 @@ impl Catalog {
                 .map_err(|_| (at, "a table name is not UTF-8"))?
                 .to_owned();
             entries.push(Entry {
+                id,
                 name,
                 kind,
                 key,
-                deleted,
             });
         }
         if reader.at != body.len() {
             return Err((reader.at as u64, "trailing bytes"));
         }
-        Ok(Self { entries })
+        Ok(Self { entries, next_id })
     }
 
-    /// The file's bytes: version 1 while no table was deleted, so that older builds can still
-    /// open the database.
+    /// The file's bytes: version 1 while no table was ever deleted (ids `0..count`), so that
+    /// older builds can still open the database.
     fn encode(&self) -> Vec<u8> {
         let mut bytes = MAGIC.to_vec();
-        let version = if self.entries.iter().any(|e| e.deleted) {
-            VERSION
-        } else {
-            1
-        };
-        bytes.extend_from_slice(&u32::to_le_bytes(version));
+        let never_deleted = self.next_id as usize == self.entries.len();
+        let version = if never_deleted { 1 } else { VERSION };
+        bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        for (id, entry) in self.entries.iter().enumerate() {
-            bytes.extend_from_slice(&(id as u32).to_le_bytes());
-            let kind = match entry.kind {
+        if !never_deleted {
+            bytes.extend_from_slice(&self.next_id.to_le_bytes());
+        }
+        for entry in &self.entries {
+            bytes.extend_from_slice(&entry.id.to_le_bytes());
+            bytes.push(match entry.kind {
                 TableKind::Ordered => 0,
                 TableKind::Hash => 1,
-            };
-            bytes.push(if entry.deleted { kind | DELETED } else { kind });
+            });
             bytes.push(match entry.key {
                 KeyType::U64 => 0,
                 KeyType::Bytes => 1,
@@ -155,28 +155,41 @@ impl Catalog {
             .map_err(|e| Error::io(dir, e))
     }
 
-    /// The id and entry of the live table called `name`.
-    pub(crate) fn find(&self, name: &str) -> Option<(u32, &Entry)> {
-        self.entries
-            .iter()
-            .position(|e| !e.deleted && e.name == name)
-            .map(|id| (id as u32, &self.entries[id]))
+    /// The entry of the table called `name`.
+    pub(crate) fn find(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
     }
 
-    /// Marks table `id` deleted.
+    /// Adds a table of `kind` and `key` type called `name` (checked by the caller) under the
+    /// next id; the id, or an error once every `u32` id was taken.
+    pub(crate) fn add(&mut self, name: &str, kind: TableKind, key: KeyType) -> Result<u32> {
+        let id = self.next_id;
+        self.next_id = id.checked_add(1).ok_or_else(|| Error::InvalidTableName {
+            name: name.to_owned(),
+            reason: "every table id was taken",
+        })?;
+        self.entries.push(Entry {
+            id,
+            name: name.to_owned(),
+            kind,
+            key,
+        });
+        Ok(id)
+    }
+
+    /// Removes table `id`; its id stays taken.
     pub(crate) fn delete(&mut self, id: u32) {
-        self.entries[id as usize].deleted = true;
+        self.entries.retain(|e| e.id != id);
     }
 
-    /// Adds a table (its name checked by the caller); its id.
-    pub(crate) fn add(&mut self, entry: Entry) -> u32 {
-        self.entries.push(entry);
-        (self.entries.len() - 1) as u32
-    }
-
-    /// Every table, deleted ones included, in id order.
+    /// The live tables, in id order.
     pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// The id the next table takes: every id below it was taken, by a live or deleted table.
+    pub(crate) fn next_id(&self) -> u32 {
+        self.next_id
     }
 }
 
@@ -235,83 +248,75 @@ mod tests {
 
     fn sample() -> Catalog {
         let mut catalog = Catalog::default();
-        for (name, kind, key) in [
-            ("users", TableKind::Ordered, KeyType::Bytes),
-            ("sessions", TableKind::Hash, KeyType::U64),
-        ] {
-            catalog.add(Entry {
-                name: name.into(),
-                kind,
-                key,
-                deleted: false,
-            });
-        }
+        catalog
+            .add("users", TableKind::Ordered, KeyType::Bytes)
+            .unwrap();
+        catalog
+            .add("sessions", TableKind::Hash, KeyType::U64)
+            .unwrap();
+        catalog
+    }
+
+    /// `catalog` with table 0 deleted and a table added after it.
+    fn with_deletion() -> Catalog {
+        let mut catalog = sample();
+        catalog.delete(0);
+        catalog.add("users", TableKind::Hash, KeyType::U64).unwrap();
         catalog
     }
 
     #[test]
     fn catalogs_round_trip() {
+        for catalog in [sample(), with_deletion()] {
+            assert_eq!(Catalog::decode(&catalog.encode()), Ok(catalog.clone()));
+        }
         let catalog = sample();
-        assert_eq!(Catalog::decode(&catalog.encode()), Ok(catalog.clone()));
-        assert_eq!(catalog.find("sessions").map(|(id, _)| id), Some(1));
+        assert_eq!(catalog.find("sessions").map(|e| e.id), Some(1));
         assert!(catalog.find("nope").is_none());
     }
 
     #[test]
-    fn deleted_tables_keep_their_ids_and_names_can_be_reused() {
-        let mut catalog = sample();
-        catalog.delete(0);
-        assert!(catalog.find("users").is_none());
-        let id = catalog.add(Entry {
-            name: "users".into(),
-            kind: TableKind::Hash,
-            key: KeyType::U64,
-            deleted: false,
-        });
-        assert_eq!(id, 2, "a deleted table's id is not reused");
+    fn deleted_tables_leave_and_their_ids_are_not_reused() {
+        let catalog = with_deletion();
+        assert_eq!(catalog.find("users").map(|e| e.id), Some(2), "a new id");
+        assert_eq!(catalog.entries().len(), 2);
+        assert_eq!(catalog.next_id(), 3);
         let decoded = Catalog::decode(&catalog.encode()).expect("a valid catalog");
-        assert_eq!(decoded, catalog);
-        assert!(decoded.entries()[0].deleted);
-        assert_eq!(decoded.find("users").map(|(id, _)| id), Some(2));
+        assert_eq!(decoded.next_id(), 3, "the next id survives the file");
     }
 
     #[test]
-    fn version_1_catalogs_are_read_and_know_no_deletion() {
-        let rewrite = |mut bytes: Vec<u8>| {
-            bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-            let body = bytes.len() - 4;
-            let crc = crc32c::crc32c(&bytes[..body]);
-            bytes[body..].copy_from_slice(&crc.to_le_bytes());
-            bytes
-        };
-        let catalog = sample();
+    fn the_format_stays_at_version_1_until_a_deletion() {
+        let version = |catalog: &Catalog| catalog.encode()[8..12].to_vec();
+        assert_eq!(version(&sample()), 1u32.to_le_bytes());
+        assert_eq!(version(&with_deletion()), 2u32.to_le_bytes());
+        let mut deleted_last = sample();
+        deleted_last.delete(1);
         assert_eq!(
-            catalog.encode()[8..12],
-            1u32.to_le_bytes(),
-            "written as version 1 while nothing was deleted"
+            version(&deleted_last),
+            2u32.to_le_bytes(),
+            "a deleted last table still takes its id"
         );
-        assert_eq!(Catalog::decode(&rewrite(catalog.encode())), Ok(catalog));
-        let mut deleted = sample();
-        deleted.delete(1);
-        assert!(
-            Catalog::decode(&rewrite(deleted.encode())).is_err(),
-            "version 1 has no deletion flag"
+        assert_eq!(
+            Catalog::decode(&deleted_last.encode()).map(|c| c.next_id()),
+            Ok(2)
         );
     }
 
     #[test]
     fn every_truncation_and_bit_flip_is_refused() {
-        let bytes = sample().encode();
-        for len in 0..bytes.len() {
-            assert!(
-                Catalog::decode(&bytes[..len]).is_err(),
-                "truncated to {len}"
-            );
-        }
-        for bit in 0..bytes.len() * 8 {
-            let mut flipped = bytes.clone();
-            flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(Catalog::decode(&flipped).is_err(), "bit {bit} flipped");
+        for bytes in [sample().encode(), with_deletion().encode()] {
+            for len in 0..bytes.len() {
+                assert!(
+                    Catalog::decode(&bytes[..len]).is_err(),
+                    "truncated to {len}"
+                );
+            }
+            for bit in 0..bytes.len() * 8 {
+                let mut flipped = bytes.clone();
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                assert!(Catalog::decode(&flipped).is_err(), "bit {bit} flipped");
+            }
         }
     }
 

@@ -18,7 +18,7 @@ use parking_lot::{Mutex, RwLock};
 use wal_checkpoint::{CheckpointWriter, Recovery, RecoveryStats, Wal};
 
 use crate::batch::WriteBatch;
-use crate::catalog::{self, Catalog, Entry};
+use crate::catalog::{self, Catalog};
 use crate::error::{Error, Result};
 use crate::key::{KeyType, TableKey, TableKind};
 use crate::options::Options;
@@ -151,7 +151,6 @@ impl Db {
         catalog
             .entries()
             .iter()
-            .filter(|e| !e.deleted)
             .map(|e| (e.name.clone(), e.kind, e.key))
             .collect()
     }
@@ -166,7 +165,7 @@ impl Db {
     /// [`Error::TableDeleted`] (one racing the deletion may succeed, ordered before it);
     /// reads through those handles still see what it held, and its memory and background
     /// threads are released when its last handle is dropped. A table created later under the
-    /// same name starts empty. The catalog keeps one small entry per deleted table.
+    /// same name starts empty, under a new id (ids are never reused).
     ///
     /// If writing the catalog fails, the error is returned but the table is deleted in this
     /// process all the same; a reopen may or may not show it (with what it held before the
@@ -224,7 +223,8 @@ impl DbInner {
     fn table<K: TableKey>(&self, name: &str, kind: TableKind) -> Result<(u32, Arc<Store<K>>)> {
         catalog::check_name(name)?;
         let mut catalog = self.catalog.lock();
-        if let Some((id, entry)) = catalog.find(name) {
+        if let Some(entry) = catalog.find(name) {
+            let id = entry.id;
             if entry.kind != kind || entry.key != K::TYPE {
                 return Err(Error::TableMismatch {
                     name: name.to_owned(),
@@ -244,17 +244,14 @@ impl DbInner {
         }
         let store = Arc::new(Store::<K>::load(kind, Vec::new(), &self.options)?);
         let mut grown = catalog.clone();
-        let id = grown.add(Entry {
-            name: name.to_owned(),
-            kind,
-            key: K::TYPE,
-            deleted: false,
-        });
+        let id = grown.add(name, kind, K::TYPE)?;
         if let Some(dir) = &self.dir {
             grown.write(dir)?;
         }
         *catalog = grown;
-        self.tables.write().push(Some(K::wrap(Arc::clone(&store))));
+        let mut tables = self.tables.write();
+        debug_assert_eq!(tables.len(), id as usize, "one slot per id ever taken");
+        tables.push(Some(K::wrap(Arc::clone(&store))));
         Ok((id, store))
     }
 
@@ -271,7 +268,7 @@ impl DbInner {
             wal.sync()?;
         }
         let mut catalog = self.catalog.lock();
-        let Some((id, _)) = catalog.find(name) else {
+        let Some(id) = catalog.find(name).map(|entry| entry.id) else {
             return Ok(false);
         };
         catalog.delete(id);
@@ -282,19 +279,11 @@ impl DbInner {
         let store = self.tables.write()[id as usize]
             .take()
             .expect("a live table has a store");
-        store.mark_deleted();
+        store.mark_deleted(name);
         // The store may be the table's last reference: free it without the catalog held.
         drop(catalog);
         drop(store);
         written.map(|()| true)
-    }
-
-    /// The error of a write to deleted table `id`.
-    pub(crate) fn deleted(&self, id: u32) -> Error {
-        let catalog = self.catalog.lock();
-        Error::TableDeleted {
-            name: catalog.entries()[id as usize].name.clone(),
-        }
     }
 
     fn start_checkpointer(&self) -> Result<()> {
@@ -326,8 +315,10 @@ impl DbInner {
         let catalog = self.catalog.lock().clone();
         let stores = self.tables.read().clone();
         let mut tables = Vec::with_capacity(stores.len());
-        let live = catalog.entries().iter().zip(&stores);
-        for (entry, store) in live.filter_map(|(entry, store)| Some((entry, store.as_ref()?))) {
+        for entry in catalog.entries() {
+            let Some(store) = &stores[entry.id as usize] else {
+                continue;
+            };
             let (keys, index, value_bytes) = store.stats();
             tables.push(TableStats {
                 name: entry.name.clone(),
@@ -408,8 +399,8 @@ fn checkpoint(
     Ok(())
 }
 
-/// Builds every live table of `catalog` from the recovered pairs, skipping those of deleted
-/// tables.
+/// Builds every table of `catalog` from the recovered pairs, skipping those of deleted tables
+/// (ids below the catalog's next id that it no longer holds); one slot per id ever taken.
 fn load_tables(
     dir: &Path,
     catalog: &Catalog,
@@ -417,26 +408,28 @@ fn load_tables(
     options: &Options,
 ) -> Result<Vec<Option<AnyStore>>> {
     let mut pairs = recovery.iter().peekable();
-    let mut tables = Vec::with_capacity(catalog.entries().len());
-    for (id, entry) in catalog.entries().iter().enumerate() {
-        if entry.deleted {
-            while pairs.next_if(|&(table, _, _)| table == id as u32).is_some() {}
-            tables.push(None);
-            continue;
-        }
+    let mut tables: Vec<Option<AnyStore>> = Vec::with_capacity(catalog.next_id() as usize);
+    for entry in catalog.entries() {
+        tables.resize_with(entry.id as usize, || None);
+        while pairs.next_if(|&(table, _, _)| table < entry.id).is_some() {}
         let store = match entry.key {
-            KeyType::U64 => load_table::<u64>(dir, id as u32, entry.kind, &mut pairs, options)?,
+            KeyType::U64 => load_table::<u64>(dir, entry.id, entry.kind, &mut pairs, options)?,
             KeyType::Bytes => {
-                load_table::<Vec<u8>>(dir, id as u32, entry.kind, &mut pairs, options)?
+                load_table::<Vec<u8>>(dir, entry.id, entry.kind, &mut pairs, options)?
             }
         };
         tables.push(Some(store));
     }
+    tables.resize_with(catalog.next_id() as usize, || None);
+    while pairs
+        .next_if(|&(table, _, _)| table < catalog.next_id())
+        .is_some()
+    {}
     if let Some((table, _, _)) = pairs.next() {
         return Err(Error::corrupt(
             dir.join(catalog::FILE),
             0,
-            format!("the log holds table {table}, which the catalog lacks"),
+            format!("the log holds table {table}, which the catalog never had"),
         ));
     }
     Ok(tables)

@@ -4,8 +4,8 @@
 //! from the index is retired through that guard (see the ownership rules in `value`).
 
 use std::ops::Bound;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_epoch as epoch;
 use hash_index::{HashIndex, XIndexH};
@@ -33,8 +33,8 @@ pub struct Store<K: TableKey> {
     index: Index<K>,
     /// Heap bytes of the out-of-line values the index holds.
     heap_bytes: AtomicI64,
-    /// The table was deleted: writes are refused.
-    deleted: AtomicBool,
+    /// The table's name once it was deleted: writes are refused.
+    deleted: OnceLock<String>,
 }
 
 /// A [`Store`] of either key type.
@@ -73,7 +73,7 @@ impl<K: TableKey> Store<K> {
             Ok(index) => Ok(Self {
                 index,
                 heap_bytes: AtomicI64::new(heap as i64),
-                deleted: AtomicBool::new(false),
+                deleted: OnceLock::new(),
             }),
             Err(error) => {
                 for (_, word) in pairs {
@@ -85,14 +85,17 @@ impl<K: TableKey> Store<K> {
         }
     }
 
-    /// Marks the table deleted: later writes are refused ([`is_deleted`](Self::is_deleted)).
-    pub(crate) fn mark_deleted(&self) {
-        self.deleted.store(true, Ordering::Release);
+    /// Marks the table, called `name`, deleted: later writes are refused
+    /// ([`deleted`](Self::deleted)).
+    pub(crate) fn mark_deleted(&self, name: &str) {
+        // A table is deleted once: the catalog no longer finds it afterwards.
+        let _ = self.deleted.set(name.to_owned());
     }
 
-    /// Whether the table was deleted.
-    pub(crate) fn is_deleted(&self) -> bool {
-        self.deleted.load(Ordering::Acquire)
+    /// The error of a write to the table, if it was deleted.
+    pub(crate) fn deleted(&self) -> Option<Error> {
+        let name = self.deleted.get()?;
+        Some(Error::TableDeleted { name: name.clone() })
     }
 
     /// The value at `key`.
@@ -321,19 +324,19 @@ impl<K: TableKey> Iterator for HashPairs<'_, K> {
 }
 
 impl AnyStore {
-    /// [`Store::is_deleted`].
-    pub(crate) fn is_deleted(&self) -> bool {
+    /// [`Store::deleted`].
+    pub(crate) fn deleted(&self) -> Option<Error> {
         match self {
-            AnyStore::U64(store) => store.is_deleted(),
-            AnyStore::Bytes(store) => store.is_deleted(),
+            AnyStore::U64(store) => store.deleted(),
+            AnyStore::Bytes(store) => store.deleted(),
         }
     }
 
     /// [`Store::mark_deleted`].
-    pub(crate) fn mark_deleted(&self) {
+    pub(crate) fn mark_deleted(&self, name: &str) {
         match self {
-            AnyStore::U64(store) => store.mark_deleted(),
-            AnyStore::Bytes(store) => store.mark_deleted(),
+            AnyStore::U64(store) => store.mark_deleted(name),
+            AnyStore::Bytes(store) => store.mark_deleted(name),
         }
     }
 

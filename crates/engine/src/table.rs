@@ -63,10 +63,7 @@ impl<K: TableKey> Handle<K> {
     /// Refuses writes to a deleted table. A write that passes just before the deletion is
     /// ordered before it: recovery ignores the deleted table's log records.
     fn check_live(&self) -> Result<()> {
-        if self.store.is_deleted() {
-            return Err(self.db.deleted(self.id));
-        }
-        Ok(())
+        self.store.deleted().map_or(Ok(()), Err)
     }
 
     fn insert(&self, key: &K::Query, value: &[u8]) -> Result<Option<Vec<u8>>> {
