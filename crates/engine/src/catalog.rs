@@ -304,6 +304,20 @@ mod tests {
     }
 
     #[test]
+    fn the_last_id_is_refused_cleanly() {
+        let spent = Catalog {
+            entries: Vec::new(),
+            next_id: u32::MAX,
+        };
+        let mut decoded = Catalog::decode(&spent.encode()).expect("a valid catalog");
+        assert!(matches!(
+            decoded.add("t", TableKind::Ordered, KeyType::U64),
+            Err(Error::InvalidTableName { .. })
+        ));
+        assert!(decoded.entries().is_empty(), "nothing was added");
+    }
+
+    #[test]
     fn every_truncation_and_bit_flip_is_refused() {
         for bytes in [sample().encode(), with_deletion().encode()] {
             for len in 0..bytes.len() {

@@ -6,6 +6,7 @@
 //! `wal-checkpoint` crate). Opening recovers the newest valid checkpoint plus the log up to its
 //! safe timestamp and bulk-loads every table from the result.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::iter::Peekable;
 use std::path::{Path, PathBuf};
@@ -57,8 +58,8 @@ pub(crate) struct DbInner {
     dir: Option<PathBuf>,
     options: Options,
     catalog: Mutex<Catalog>,
-    /// Each table's store, by id; `None` for a deleted table.
-    tables: Arc<RwLock<Vec<Option<AnyStore>>>>,
+    /// Each live table's store, by id.
+    tables: Arc<RwLock<BTreeMap<u32, AnyStore>>>,
     pub(crate) wal: Option<Arc<Wal>>,
     checkpointer: Mutex<Option<Workers>>,
     last_checkpoint: Arc<Mutex<Option<CheckpointInfo>>>,
@@ -71,7 +72,7 @@ impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
             .field("dir", &self.inner.dir)
-            .field("tables", &self.inner.tables.read().iter().flatten().count())
+            .field("tables", &self.inner.tables.read().len())
             .finish_non_exhaustive()
     }
 }
@@ -121,7 +122,7 @@ impl Db {
                 id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
                 dir: None,
                 catalog: Mutex::new(Catalog::default()),
-                tables: Arc::new(RwLock::new(Vec::new())),
+                tables: Arc::new(RwLock::new(BTreeMap::new())),
                 wal: None,
                 checkpointer: Mutex::new(None),
                 last_checkpoint: Arc::new(Mutex::new(None)),
@@ -235,8 +236,8 @@ impl DbInner {
                 });
             }
             let tables = self.tables.read();
-            let store = tables[id as usize]
-                .as_ref()
+            let store = tables
+                .get(&id)
                 .and_then(K::unwrap)
                 .expect("a live table's store has the catalog's key type")
                 .clone();
@@ -249,9 +250,7 @@ impl DbInner {
             grown.write(dir)?;
         }
         *catalog = grown;
-        let mut tables = self.tables.write();
-        debug_assert_eq!(tables.len(), id as usize, "one slot per id ever taken");
-        tables.push(Some(K::wrap(Arc::clone(&store))));
+        self.tables.write().insert(id, K::wrap(Arc::clone(&store)));
         Ok((id, store))
     }
 
@@ -276,8 +275,10 @@ impl DbInner {
             Some(dir) => catalog.write(dir),
             None => Ok(()),
         };
-        let store = self.tables.write()[id as usize]
-            .take()
+        let store = self
+            .tables
+            .write()
+            .remove(&id)
             .expect("a live table has a store");
         store.mark_deleted(name);
         // The store may be the table's last reference: free it without the catalog held.
@@ -316,7 +317,7 @@ impl DbInner {
         let stores = self.tables.read().clone();
         let mut tables = Vec::with_capacity(stores.len());
         for entry in catalog.entries() {
-            let Some(store) = &stores[entry.id as usize] else {
+            let Some(store) = stores.get(&entry.id) else {
                 continue;
             };
             let (keys, index, value_bytes) = store.stats();
@@ -378,14 +379,13 @@ fn lock_dir(dir: &Path) -> Result<File> {
 /// Writes one checkpoint of every table.
 fn checkpoint(
     wal: &Wal,
-    tables: &RwLock<Vec<Option<AnyStore>>>,
+    tables: &RwLock<BTreeMap<u32, AnyStore>>,
     last: &Mutex<Option<CheckpointInfo>>,
 ) -> Result<()> {
     let stores = tables.read().clone();
     let written = wal.checkpoint(|writer: &mut CheckpointWriter| {
-        for (id, store) in stores.iter().enumerate() {
-            let Some(store) = store else { continue };
-            store.for_each_encoded(|key, value| writer.put(id as u32, key, value))?;
+        for (&id, store) in &stores {
+            store.for_each_encoded(|key, value| writer.put(id, key, value))?;
         }
         Ok(())
     })?;
@@ -400,17 +400,16 @@ fn checkpoint(
 }
 
 /// Builds every table of `catalog` from the recovered pairs, skipping those of deleted tables
-/// (ids below the catalog's next id that it no longer holds); one slot per id ever taken.
+/// (ids below the catalog's next id that it no longer holds).
 fn load_tables(
     dir: &Path,
     catalog: &Catalog,
     recovery: &Recovery,
     options: &Options,
-) -> Result<Vec<Option<AnyStore>>> {
+) -> Result<BTreeMap<u32, AnyStore>> {
     let mut pairs = recovery.iter().peekable();
-    let mut tables: Vec<Option<AnyStore>> = Vec::with_capacity(catalog.next_id() as usize);
+    let mut tables = BTreeMap::new();
     for entry in catalog.entries() {
-        tables.resize_with(entry.id as usize, || None);
         while pairs.next_if(|&(table, _, _)| table < entry.id).is_some() {}
         let store = match entry.key {
             KeyType::U64 => load_table::<u64>(dir, entry.id, entry.kind, &mut pairs, options)?,
@@ -418,9 +417,8 @@ fn load_tables(
                 load_table::<Vec<u8>>(dir, entry.id, entry.kind, &mut pairs, options)?
             }
         };
-        tables.push(Some(store));
+        tables.insert(entry.id, store);
     }
-    tables.resize_with(catalog.next_id() as usize, || None);
     while pairs
         .next_if(|&(table, _, _)| table < catalog.next_id())
         .is_some()
