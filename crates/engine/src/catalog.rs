@@ -78,12 +78,14 @@ impl Catalog {
         for position in 0..count {
             let at = reader.at as u64;
             let id = reader.u32()?;
-            let in_order = match entries.last() {
-                Some(last) => id > last.id,
-                None => true,
-            };
-            if (version == 1 && id != position) || !in_order || id >= next_id {
-                return Err((at, "table ids out of order"));
+            if version == 1 && id != position {
+                return Err((at, "table ids of a version 1 catalog are not 0, 1, 2, ..."));
+            }
+            if entries.last().is_some_and(|last: &Entry| id <= last.id) {
+                return Err((at, "table ids do not increase"));
+            }
+            if id >= next_id {
+                return Err((at, "a table id is not below the next id"));
             }
             let kind = match reader.u8()? {
                 0 => TableKind::Ordered,
@@ -301,6 +303,48 @@ mod tests {
             Catalog::decode(&deleted_last.encode()).map(|c| c.next_id()),
             Ok(2)
         );
+    }
+
+    /// `body` (a catalog without its checksum) with a valid checksum.
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let crc = crc32c::crc32c(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    }
+
+    /// A catalog body of `version` with `entries` (id, name) of ordered `u64` tables, and the
+    /// next id in version 2.
+    fn body(version: u32, next_id: u32, entries: &[(u32, &str)]) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&version.to_le_bytes());
+        bytes.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        if version == 2 {
+            bytes.extend_from_slice(&next_id.to_le_bytes());
+        }
+        for (id, name) in entries {
+            bytes.extend_from_slice(&id.to_le_bytes());
+            bytes.extend_from_slice(&[0, 0]);
+            bytes.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            bytes.extend_from_slice(name.as_bytes());
+        }
+        bytes
+    }
+
+    #[test]
+    fn ids_that_break_the_rules_are_refused_even_with_a_valid_checksum() {
+        let refused = |version, next_id, entries: &[(u32, &str)], reason: &str| {
+            let decoded = Catalog::decode(&sealed(body(version, next_id, entries)));
+            assert!(
+                decoded.as_ref().is_err_and(|(_, r)| r.contains(reason)),
+                "{entries:?}: {decoded:?}"
+            );
+        };
+        refused(1, 0, &[(0, "a"), (2, "b")], "0, 1, 2");
+        refused(2, 5, &[(3, "a"), (1, "b")], "do not increase");
+        refused(2, 5, &[(3, "a"), (3, "b")], "do not increase");
+        refused(2, 4, &[(1, "a"), (4, "b")], "not below the next id");
+        let fine = Catalog::decode(&sealed(body(2, 9, &[(1, "a"), (7, "b")])));
+        assert_eq!(fine.map(|c| c.next_id()), Ok(9));
     }
 
     #[test]

@@ -427,7 +427,7 @@ fn load_tables(
         return Err(Error::corrupt(
             dir.join(catalog::FILE),
             0,
-            format!("the log holds table {table}, which the catalog never had"),
+            format!("the log or checkpoint holds table {table}, which the catalog never had"),
         ));
     }
     Ok(tables)
