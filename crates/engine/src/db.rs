@@ -254,22 +254,23 @@ impl DbInner {
         Ok((id, store))
     }
 
-    /// Deletes table `name`: the log synced (so no earlier write is lost with a deletion that
-    /// reached the disk before it), the catalog rewritten, then its store leaves the list that
-    /// checkpoints read and refuses writes from then on.
+    /// Deletes table `name`, if it exists: the log synced (so no earlier write is lost with a
+    /// deletion that reached the disk before it), the catalog rewritten, then its store leaves
+    /// the list that checkpoints read and refuses writes from then on. The catalog lock is held
+    /// throughout, as a table's creation holds it over its catalog write.
     ///
     /// A failed catalog write still deletes the table in memory, and returns the error: the
     /// table refuses writes either way, so none is acknowledged that a reopen could lose,
     /// whether or not the file on disk shows the deletion.
     fn delete_table(&self, name: &str) -> Result<bool> {
         catalog::check_name(name)?;
-        if let Some(wal) = &self.wal {
-            wal.sync()?;
-        }
         let mut catalog = self.catalog.lock();
         let Some(id) = catalog.find(name).map(|entry| entry.id) else {
             return Ok(false);
         };
+        if let Some(wal) = &self.wal {
+            wal.sync()?;
+        }
         catalog.delete(id);
         let written = match &self.dir {
             Some(dir) => catalog.write(dir),

@@ -18,9 +18,6 @@ use crate::options::Options;
 use crate::stats::IndexStats;
 use crate::value;
 
-/// The most pairs a scan reserves room for up front (a longer one grows its vector).
-const SCAN_RESERVE: usize = 1024;
-
 /// The index of one table.
 enum Index<K: TableKey> {
     Ordered(XIndex<K>),
@@ -172,18 +169,7 @@ impl<K: TableKey> Store<K> {
 
     /// Up to `n` pairs from `start` on, in key order (ordered tables; empty for hash tables).
     pub(crate) fn scan(&self, start: &K::Query, n: usize) -> Vec<(K, Vec<u8>)> {
-        let Index::Ordered(index) = &self.index else {
-            return Vec::new();
-        };
-        let _guard = epoch::pin();
-        let mut pairs = Vec::with_capacity(n.min(SCAN_RESERVE));
-        // SAFETY: the scan loads the words while `_guard` is pinned, which outlives the reads.
-        unsafe {
-            read_scanned(index.scan(start, n), |key, value| {
-                pairs.push((key, value.to_vec()));
-            });
-        }
-        pairs
+        self.scan_between((Bound::Included(start), Bound::Unbounded), n, false)
     }
 
     /// Up to `n` pairs with keys between `lower` and `upper`, ascending, or the last `n`
