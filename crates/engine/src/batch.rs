@@ -188,7 +188,11 @@ impl WriteBatch {
         };
         let logged = match &db.wal {
             None => {
-                (0..self.writes.len()).for_each(&mut apply);
+                for i in 0..self.writes.len() {
+                    let write = &self.writes[i];
+                    let _key = db.lock_memory_key(write.table, self.key(write));
+                    apply(i);
+                }
                 Ok(())
             }
             Some(wal) => {

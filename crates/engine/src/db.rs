@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use concurrency::workers::Workers;
-use parking_lot::{Mutex, RwLock};
-use wal_checkpoint::{CheckpointWriter, Recovery, RecoveryStats, Wal};
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use wal_checkpoint::{CheckpointWriter, KeyLocks, Recovery, RecoveryStats, Wal};
 
 use crate::batch::WriteBatch;
 use crate::catalog::{self, Catalog};
@@ -30,6 +30,9 @@ use crate::value;
 
 /// The lock file's name.
 const LOCK_FILE: &str = "LOCK";
+
+/// Key-lock stripes of a database without a log (as many as the log's default).
+const MEMORY_KEY_LOCKS: usize = 4096;
 
 /// Tells databases apart, so a batch cannot name another database's table.
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
@@ -61,6 +64,8 @@ pub(crate) struct DbInner {
     /// Each live table's store, by id.
     tables: Arc<RwLock<BTreeMap<u32, AnyStore>>>,
     pub(crate) wal: Option<Arc<Wal>>,
+    /// The key locks of a database without a log (a logged one's writes take the log's).
+    memory_locks: KeyLocks,
     checkpointer: Mutex<Option<Workers>>,
     last_checkpoint: Arc<Mutex<Option<CheckpointInfo>>>,
     recovery: Option<RecoveryStats>,
@@ -99,6 +104,7 @@ impl Db {
             catalog: Mutex::new(catalog),
             tables: Arc::new(RwLock::new(tables)),
             wal: Some(Arc::new(wal)),
+            memory_locks: KeyLocks::new(1),
             checkpointer: Mutex::new(None),
             last_checkpoint: Arc::new(Mutex::new(None)),
             recovery: Some(recovery.stats),
@@ -124,6 +130,7 @@ impl Db {
                 catalog: Mutex::new(Catalog::default()),
                 tables: Arc::new(RwLock::new(BTreeMap::new())),
                 wal: None,
+                memory_locks: KeyLocks::new(MEMORY_KEY_LOCKS),
                 checkpointer: Mutex::new(None),
                 last_checkpoint: Arc::new(Mutex::new(None)),
                 recovery: None,
@@ -220,6 +227,34 @@ impl Db {
 }
 
 impl DbInner {
+    /// Runs `apply`, the index write of `value` (`None`: a removal) at the encoded `key` of
+    /// `table`, under the key's lock once `check` passes there: through the log when the
+    /// database has one, so that the log orders the key's writes as they were applied. Every
+    /// write of a key holds its lock, so nothing changes the key between `check` and `apply`.
+    /// `Ok(None)` when `check` fails (nothing is written).
+    pub(crate) fn write_key<R>(
+        &self,
+        table: u32,
+        key: &[u8],
+        value: Option<&[u8]>,
+        check: impl FnOnce() -> bool,
+        apply: impl FnOnce() -> R,
+    ) -> Result<Option<R>> {
+        match &self.wal {
+            Some(wal) => Ok(wal.write_if(table, key, value, check, apply)?),
+            None => {
+                let _key = self.memory_locks.lock(table, key);
+                Ok(check().then(apply))
+            }
+        }
+    }
+
+    /// Locks `key` of `table` for a batch's write in a database without a log (a logged
+    /// batch takes the log's key locks).
+    pub(crate) fn lock_memory_key(&self, table: u32, key: &[u8]) -> MutexGuard<'_, ()> {
+        self.memory_locks.lock(table, key)
+    }
+
     /// The store of table `name`, created if needed; refuses another kind or key type.
     fn table<K: TableKey>(&self, name: &str, kind: TableKind) -> Result<(u32, Arc<Store<K>>)> {
         catalog::check_name(name)?;

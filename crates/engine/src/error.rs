@@ -102,6 +102,15 @@ pub enum Error {
     HashIndex(#[from] hash_index::Error),
 }
 
+/// The outcome of a `compare_and_swap` that found another value than the one expected:
+/// nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("compare and swap found another value than the one expected")]
+pub struct CompareAndSwapError {
+    /// The value found (`None`: the key was absent).
+    pub current: Option<Vec<u8>>,
+}
+
 impl From<wal_checkpoint::Error> for Error {
     fn from(error: wal_checkpoint::Error) -> Self {
         use wal_checkpoint::Error as Wal;

@@ -11,6 +11,8 @@
 //!   deletes a table durably.
 //! - Values are byte strings of up to [`MAX_VALUE_LEN`] bytes: up to seven bytes inline in the
 //!   index's value word, longer ones out of line, reclaimed through crossbeam-epoch.
+//! - `compare_and_swap` and `fetch_and_update` write a key only if it holds what the caller
+//!   read, as one step against every other write of the key (see below).
 //! - [`WriteBatch`] groups writes across tables atomically with respect to crashes;
 //!   [`Durability`] picks when a write is durable; [`Db::flush`] and [`Db::checkpoint`] force
 //!   the log and a checkpoint; background checkpoints run every 30 s by default.
@@ -34,6 +36,25 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok::<(), engine::Error>(())
 //! ```
+//!
+//! Conditional writes: a counter that concurrent clients increment without losing a count,
+//! and a claim that only one client can win.
+//!
+//! ```
+//! use engine::{CompareAndSwapError, Db};
+//! let db = Db::open_in_memory()?;
+//! let hits = db.hash_table::<Vec<u8>>("hits")?;
+//! let count = |v: Option<&[u8]>| v.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+//! let before = hits.fetch_and_update(b"/index.html", |v| Some((count(v) + 1).to_le_bytes()))?;
+//! assert_eq!(count(before.as_deref()), 0);
+//! assert_eq!(count(hits.get(b"/index.html").as_deref()), 1);
+//!
+//! let leases = db.ordered_table::<u64>("leases")?;
+//! assert_eq!(leases.compare_and_swap(&9, None::<&[u8]>, Some(b"worker-1"))?, Ok(()));
+//! let lost = leases.compare_and_swap(&9, None::<&[u8]>, Some(b"worker-2"))?;
+//! assert_eq!(lost, Err(CompareAndSwapError { current: Some(b"worker-1".to_vec()) }));
+//! # Ok::<(), engine::Error>(())
+//! ```
 
 mod batch;
 mod catalog;
@@ -49,7 +70,7 @@ mod value;
 pub use batch::{BatchTable, WriteBatch};
 pub use catalog::MAX_TABLE_NAME;
 pub use db::Db;
-pub use error::{Error, Result};
+pub use error::{CompareAndSwapError, Error, Result};
 pub use key::{KeyType, MAX_KEY_LEN, TableKey, TableKind};
 pub use options::{Durability, Options};
 pub use stats::{CheckpointInfo, DbStats, IndexStats, TableStats};

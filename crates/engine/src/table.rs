@@ -11,7 +11,7 @@ use std::sync::Arc;
 use range_index::chunked::{ChunkSource, Chunked};
 
 use crate::db::DbInner;
-use crate::error::{Error, Result};
+use crate::error::{CompareAndSwapError, Error, Result};
 use crate::key::{MAX_KEY_LEN, TableKey};
 use crate::store::{self, HashPairs, Store};
 use crate::value;
@@ -67,42 +67,69 @@ impl<K: TableKey> Handle<K> {
     }
 
     fn insert(&self, key: &K::Query, value: &[u8]) -> Result<Option<Vec<u8>>> {
-        check_sizes(K::encoded_len(key), value.len())?;
-        self.check_live()?;
-        let word = value::encode(value);
-        let owned = K::owned(key);
-        let Some(wal) = &self.db.wal else {
-            let old = self.store.install(owned, word);
-            return Ok(self.store.release(old, true));
-        };
-        let mut installed = None;
-        let logged = wal.put(self.id, &K::encode(key), value, || {
-            installed = Some(self.store.install(owned, word));
-        });
-        let old = match installed {
-            Some(old) => self.store.release(old, true),
-            None => {
-                store::discard(word);
-                None
-            }
-        };
-        logged?;
-        Ok(old)
+        Ok(self.write(key, Some(value), || true, true)?.flatten())
     }
 
     fn remove(&self, key: &K::Query) -> Result<Option<Vec<u8>>> {
-        check_sizes(K::encoded_len(key), 0)?;
-        self.check_live()?;
-        let Some(wal) = &self.db.wal else {
-            let old = self.store.uninstall(key);
-            return Ok(self.store.release(old, true));
+        Ok(self.write(key, None, || true, true)?.flatten())
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &K::Query,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        let mut conflict = None;
+        let check = || {
+            let found = match expected {
+                Some(expected) => self.store.get_with(key, |v| v == expected) == Some(true),
+                None => !self.store.contains(key),
+            };
+            if !found {
+                conflict = Some(CompareAndSwapError {
+                    current: self.store.get(key),
+                });
+            }
+            found
         };
-        let mut removed = None;
-        let logged = wal.remove(self.id, &K::encode(key), || {
-            removed = self.store.uninstall(key);
-        });
-        let old = self.store.release(removed, true);
-        logged?;
+        self.write(key, new, check, false)?;
+        Ok(conflict.map_or(Ok(()), Err))
+    }
+
+    /// Writes `value` at `key` (`None`: removes it) once `check` passes under the key's lock
+    /// (see [`DbInner::write_key`]). `Some` of the previous value (read when `want_old` is
+    /// set) when the write took effect; `None` when `check` failed.
+    fn write(
+        &self,
+        key: &K::Query,
+        value: Option<&[u8]>,
+        check: impl FnOnce() -> bool,
+        want_old: bool,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
+        self.check_live()?;
+        let word = value.map(value::encode);
+        let mut applied = None;
+        let written = self
+            .db
+            .write_key(self.id, &K::encode(key), value, check, || {
+                applied = Some(match word {
+                    Some(word) => self.store.install(K::owned(key), word),
+                    None => self.store.uninstall(key),
+                });
+            });
+        // The index may hold the write even when the log failed after it: release what it
+        // gave back either way.
+        let old = match (applied, word) {
+            (Some(old), _) => Some(self.store.release(old, want_old)),
+            (None, Some(word)) => {
+                store::discard(word);
+                None
+            }
+            (None, None) => None,
+        };
+        written?;
         Ok(old)
     }
 }
@@ -176,6 +203,48 @@ macro_rules! point_operations {
         /// Removes `key`; its value, if it was present. Errors as for `insert`.
         pub fn remove<Q: Borrow<K::Query> + ?Sized>(&self, key: &Q) -> Result<Option<Vec<u8>>> {
             self.handle.remove(key.borrow())
+        }
+
+        /// Writes `new` at `key` (`None`: removes it) if the key's value is `expected`
+        /// (`None`: the key is absent), as one step against every other write of the key:
+        /// `Ok(Ok(()))` once written, durable as for `insert`; `Ok(Err(conflict))` with the
+        /// value found otherwise, and nothing is written or logged. Errors as for `insert`.
+        ///
+        /// Write `None::<&[u8]>` for an absent `expected` or `new` whose type the other
+        /// argument does not give.
+        pub fn compare_and_swap<Q: Borrow<K::Query> + ?Sized>(
+            &self,
+            key: &Q,
+            expected: Option<impl AsRef<[u8]>>,
+            new: Option<impl AsRef<[u8]>>,
+        ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+            self.handle.compare_and_swap(
+                key.borrow(),
+                expected.as_ref().map(AsRef::as_ref),
+                new.as_ref().map(AsRef::as_ref),
+            )
+        }
+
+        /// Replaces the value at `key` by `f` of it (`None`: absent, or removes it), with
+        /// [`compare_and_swap`](Self::compare_and_swap) retried until no other write of the
+        /// key came between the read and the write; the value `f` was last given (the one
+        /// replaced). `f` may run more than once under contention, and runs without any lock
+        /// held. Errors as for `insert`.
+        pub fn fetch_and_update<Q: Borrow<K::Query> + ?Sized, V: AsRef<[u8]>>(
+            &self,
+            key: &Q,
+            mut f: impl FnMut(Option<&[u8]>) -> Option<V>,
+        ) -> Result<Option<Vec<u8>>> {
+            let key = key.borrow();
+            let mut current = self.handle.store.get(key);
+            loop {
+                let new = f(current.as_deref());
+                let new = new.as_ref().map(AsRef::as_ref);
+                match self.handle.compare_and_swap(key, current.as_deref(), new)? {
+                    Ok(()) => return Ok(current),
+                    Err(conflict) => current = conflict.current,
+                }
+            }
         }
 
         /// The number of keys (exact when no write runs concurrently).

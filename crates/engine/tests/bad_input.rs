@@ -36,6 +36,24 @@ fn keys_and_values_over_the_limits_are_refused() {
         table.insert(b"k", &big_value),
         Err(Error::ValueTooLarge { .. })
     ));
+    assert!(matches!(
+        table.compare_and_swap(&long_key, None::<&[u8]>, Some(b"v")),
+        Err(Error::KeyTooLarge { .. })
+    ));
+    assert!(matches!(
+        table.compare_and_swap(b"k", None::<&[u8]>, Some(&big_value)),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    let mut calls = 0;
+    assert!(matches!(
+        table.fetch_and_update(b"k", |_| {
+            calls += 1;
+            Some(&big_value)
+        }),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    assert_eq!(calls, 1, "a refused update is not retried");
+    assert!(table.is_empty(), "nothing refused was written");
     let mut batch = WriteBatch::new();
     assert!(matches!(
         batch.insert(&table, &long_key, b"v"),

@@ -129,3 +129,134 @@ fn concurrent_clients_lose_nothing() {
     assert_eq!(stats.keys, expected.len() + SHARED as usize);
     assert!(stats.memory_bytes > 0);
 }
+
+const COUNTERS: u64 = 4;
+const INCREMENTS: u64 = 4_000;
+
+/// A counter's value: its count, padded to an out-of-line value for odd counters.
+fn counter_value(counter: u64, count: u64) -> Vec<u8> {
+    let mut v = count.to_le_bytes().to_vec();
+    if counter % 2 == 1 {
+        v.resize(100, counter as u8);
+    }
+    v
+}
+
+fn counter_count(counter: u64, v: Option<&[u8]>) -> u64 {
+    let count = v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+    if let Some(v) = v {
+        assert_eq!(v, counter_value(counter, count), "a value no writer wrote");
+    }
+    count
+}
+
+/// Threads increment shared counters with `fetch_and_update` while others overwrite and
+/// remove keys beside them: each increment must see a distinct predecessor, so the counts
+/// each counter's increments saw are exactly `0..total`, and no increment is lost.
+fn increments_lose_nothing(db: &Db) {
+    let ordered = db.ordered_table::<u64>("counters").unwrap();
+    let hash = db.hash_table::<Vec<u8>>("counters-by-name").unwrap();
+    let start = Barrier::new(WRITERS as usize + 1);
+    let seen: Vec<Vec<u64>> = std::thread::scope(|scope| {
+        let incrementers: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let (ordered, hash, start) = (&ordered, &hash, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    let mut seen = Vec::new();
+                    for i in 0..INCREMENTS {
+                        let counter = (t + i / 2) % COUNTERS;
+                        let bump = |v: Option<&[u8]>| {
+                            Some(counter_value(counter, counter_count(counter, v) + 1))
+                        };
+                        let before = if i % 2 == 0 {
+                            ordered.fetch_and_update(&counter, bump).unwrap()
+                        } else {
+                            let name = format!("counter-{counter}").into_bytes();
+                            hash.fetch_and_update(&name, bump).unwrap()
+                        };
+                        let table = (i % 2) * COUNTERS;
+                        seen.push(
+                            (table + counter) << 32 | counter_count(counter, before.as_deref()),
+                        );
+                    }
+                    seen
+                })
+            })
+            .collect();
+        // Plain writes and compare-and-swaps of other keys of the same tables meanwhile.
+        start.wait();
+        for i in 0..INCREMENTS {
+            let key = COUNTERS + i % 16;
+            ordered.insert(&key, i.to_le_bytes()).unwrap();
+            assert_eq!(
+                ordered
+                    .compare_and_swap(&key, Some(i.to_le_bytes()), None::<&[u8]>)
+                    .unwrap(),
+                Ok(())
+            );
+            let conflict = ordered
+                .compare_and_swap(&key, Some(b"absent"), Some(b"never"))
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(conflict.current, None);
+        }
+        incrementers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    let mut seen: Vec<u64> = seen.into_iter().flatten().collect();
+    seen.sort_unstable();
+    let mut want = Vec::new();
+    for table in 0..2 {
+        for counter in 0..COUNTERS {
+            let total = WRITERS * INCREMENTS / 2 / COUNTERS;
+            want.extend((0..total).map(|count| (table * COUNTERS + counter) << 32 | count));
+        }
+    }
+    let first_difference = seen.iter().zip(&want).position(|(a, b)| a != b);
+    assert!(
+        seen == want,
+        "each increment saw a distinct count: {} seen, {} wanted, first difference at {:?}",
+        seen.len(),
+        want.len(),
+        first_difference
+    );
+    let total = WRITERS * INCREMENTS / 2 / COUNTERS;
+    for counter in 0..COUNTERS {
+        let name = format!("counter-{counter}").into_bytes();
+        assert_eq!(ordered.get(&counter), Some(counter_value(counter, total)));
+        assert_eq!(hash.get(&name), Some(counter_value(counter, total)));
+    }
+}
+
+#[test]
+fn compare_and_swap_loses_no_increment_in_memory() {
+    increments_lose_nothing(&Db::open_in_memory().unwrap());
+}
+
+#[test]
+fn compare_and_swap_loses_no_increment_on_disk_and_after_reopen() {
+    let dir = TempDir::new("counters");
+    let options = Options::new()
+        .durability(Durability::Periodic(Duration::from_millis(2)))
+        .checkpoint_interval(Some(Duration::from_millis(20)));
+    increments_lose_nothing(&Db::open(dir.path(), options.clone()).unwrap());
+    let db = Db::open(dir.path(), options).unwrap();
+    let total = WRITERS * INCREMENTS / 2 / COUNTERS;
+    let (ordered, hash) = (
+        db.ordered_table::<u64>("counters").unwrap(),
+        db.hash_table::<Vec<u8>>("counters-by-name").unwrap(),
+    );
+    for counter in 0..COUNTERS {
+        let name = format!("counter-{counter}").into_bytes();
+        assert_eq!(ordered.get(&counter), Some(counter_value(counter, total)));
+        assert_eq!(hash.get(&name), Some(counter_value(counter, total)));
+    }
+    assert_eq!(
+        ordered.len(),
+        COUNTERS as usize,
+        "the other keys were removed"
+    );
+}

@@ -37,6 +37,14 @@ fn delete_and_reopen(checkpoint_first: bool) {
             Err(Error::TableDeleted { name }) if name == "t"
         ));
         assert!(matches!(gone.remove(&1), Err(Error::TableDeleted { .. })));
+        assert!(matches!(
+            gone.compare_and_swap(&1, Some(common::value(1, 40)), None::<&[u8]>),
+            Err(Error::TableDeleted { .. })
+        ));
+        assert!(matches!(
+            gone.fetch_and_update(&1, |_| Some(b"late")),
+            Err(Error::TableDeleted { .. })
+        ));
         assert_eq!(
             gone.get(&1),
             Some(common::value(1, 40)),

@@ -5,8 +5,9 @@
 //! (nothing after a gap), and that every batch is all or nothing. A third thread meanwhile
 //! creates a table, writes one key of a new generation to it and deletes it, over and over:
 //! after the reopen that table, if present, holds no key of a generation whose deletion was
-//! acknowledged. The next child continues in the same directory, so each cycle also recovers
-//! what earlier recoveries left.
+//! acknowledged. A fourth thread increments a counter with `fetch_and_update`: after the
+//! reopen it holds at least the last acknowledged count and at most one more. The next child
+//! continues in the same directory, so each cycle also recovers what earlier recoveries left.
 
 mod common;
 
@@ -27,6 +28,22 @@ const SCRATCH: &str = "scratch";
 const THREADS: u64 = 2;
 /// Keys of thread `t` are `t * SPAN + i` for its `i`-th write.
 const SPAN: u64 = 1 << 32;
+/// The counter's key in the hash table (beyond every thread's keys).
+const COUNTER: u64 = u64::MAX;
+
+/// What a child reports once a write returned.
+enum Ack {
+    Write { thread: u64, i: u64 },
+    Deleted { generation: u64 },
+    Counted { count: u64 },
+}
+
+/// The counter's value in `hash` (0 while absent).
+fn count_of(hash: &HashTable<u64>) -> u64 {
+    hash.get(&COUNTER).map_or(0, |v| {
+        u64::from_le_bytes(v.try_into().expect("an 8-byte count"))
+    })
+}
 
 fn options() -> Options {
     Options::new()
@@ -110,8 +127,21 @@ fn kill_child() {
                 println!("deleted {generation}");
             }
         });
+        let hash = &hash;
+        scope.spawn(move || {
+            loop {
+                let before = hash
+                    .fetch_and_update(&COUNTER, |v| {
+                        let count = v.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+                        Some((count + 1).to_le_bytes())
+                    })
+                    .unwrap();
+                let count = before.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+                println!("counted {}", count + 1);
+            }
+        });
         for thread in 0..THREADS {
-            let (ordered, hash) = (&ordered, &hash);
+            let ordered = &ordered;
             scope.spawn(move || {
                 let base = thread * SPAN;
                 let mut i = prefix_of(thread, ordered, hash);
@@ -142,7 +172,8 @@ fn acknowledged_writes_survive_sigkill() {
     let dir = TempDir::new("kill");
     let mut rng = StdRng::seed_from_u64(0x5eed_4b11);
     let exe = std::env::current_exe().unwrap();
-    let (mut total_acked, mut total_deleted) = (0u64, 0u64);
+    let (mut total_acked, mut total_deleted, mut total_counted) = (0u64, 0u64, 0u64);
+    let mut count_before = 0;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
             .args(["--exact", "kill_child", "--ignored", "--nocapture"])
@@ -157,12 +188,20 @@ fn acknowledged_writes_survive_sigkill() {
         let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.strip_prefix("ack ") {
+                let ack = if let Some(rest) = line.strip_prefix("ack ") {
                     let mut parts = rest.split(' ').map(|p| p.parse::<u64>().unwrap());
-                    let _ = tx.send((parts.next().unwrap(), parts.next()));
+                    let (thread, i) = (parts.next().unwrap(), parts.next().unwrap());
+                    Ack::Write { thread, i }
                 } else if let Some(generation) = line.strip_prefix("deleted ") {
-                    let _ = tx.send((generation.parse().unwrap(), None));
-                }
+                    let generation = generation.parse().unwrap();
+                    Ack::Deleted { generation }
+                } else if let Some(count) = line.strip_prefix("counted ") {
+                    let count = count.parse().unwrap();
+                    Ack::Counted { count }
+                } else {
+                    continue;
+                };
+                let _ = tx.send(ack);
             }
         });
         std::thread::sleep(Duration::from_millis(rng.random_range(30..150)));
@@ -171,16 +210,21 @@ fn acknowledged_writes_survive_sigkill() {
         reader.join().unwrap();
         let mut acked = [None::<u64>; THREADS as usize];
         let mut deleted = None::<u64>;
-        for message in rx.try_iter() {
-            match message {
-                (thread, Some(i)) => {
+        let mut counted = None::<u64>;
+        for ack in rx.try_iter() {
+            match ack {
+                Ack::Write { thread, i } => {
                     let slot = &mut acked[thread as usize];
                     *slot = Some(slot.map_or(i, |a: u64| a.max(i)));
                     total_acked += 1;
                 }
-                (generation, None) => {
+                Ack::Deleted { generation } => {
                     deleted = deleted.max(Some(generation));
                     total_deleted += 1;
+                }
+                Ack::Counted { count } => {
+                    counted = counted.max(Some(count));
+                    total_counted += 1;
                 }
             }
         }
@@ -196,6 +240,13 @@ fn acknowledged_writes_survive_sigkill() {
             );
         }
         let (ordered, hash) = open_tables(&db);
+        let count = count_of(&hash);
+        let lowest = counted.unwrap_or(count_before);
+        assert!(
+            (lowest..=lowest + 1).contains(&count),
+            "cycle {cycle}: the counter holds {count}, acknowledged {counted:?} (from {count_before})"
+        );
+        count_before = count;
         for thread in 0..THREADS {
             let held = prefix_of(thread, &ordered, &hash);
             if let Some(last) = acked[thread as usize] {
@@ -211,4 +262,5 @@ fn acknowledged_writes_survive_sigkill() {
         "the children wrote: {total_acked} acks"
     );
     assert!(total_deleted > 0, "the children deleted tables");
+    assert!(total_counted > 0, "the children counted");
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{TempDir, value};
-use engine::{Db, Durability, HashTable, Options, OrderedTable, WriteBatch};
+use engine::{CompareAndSwapError, Db, Durability, HashTable, Options, OrderedTable, WriteBatch};
 use proptest::prelude::*;
 
 /// The four tables under test, opened by name.
@@ -44,6 +44,26 @@ impl Tables {
             1 => self.ordered_bytes.remove(&bytes_key(key)),
             2 => self.hash_u64.remove(&key),
             _ => self.hash_bytes.remove(&bytes_key(key)),
+        }
+        .unwrap()
+    }
+
+    fn compare_and_swap(
+        &self,
+        table: usize,
+        key: u64,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<(), CompareAndSwapError> {
+        match table {
+            0 => self.ordered_u64.compare_and_swap(&key, expected, new),
+            1 => self
+                .ordered_bytes
+                .compare_and_swap(&bytes_key(key), expected, new),
+            2 => self.hash_u64.compare_and_swap(&key, expected, new),
+            _ => self
+                .hash_bytes
+                .compare_and_swap(&bytes_key(key), expected, new),
         }
         .unwrap()
     }
@@ -138,11 +158,33 @@ fn model_key(table: usize, key: u64) -> Vec<u8> {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Insert { table: usize, key: u64, len: usize },
-    Remove { table: usize, key: u64 },
+    Insert {
+        table: usize,
+        key: u64,
+        len: usize,
+    },
+    Remove {
+        table: usize,
+        key: u64,
+    },
+    /// A compare-and-swap expecting the key's current value, absence, or another value; it
+    /// writes a value of the length given, or removes the key.
+    CompareAndSwap {
+        table: usize,
+        key: u64,
+        expect: Expect,
+        new: Option<usize>,
+    },
     Batch(Vec<(usize, u64, Option<usize>)>),
     Checkpoint,
     Reopen,
+}
+
+#[derive(Debug, Clone)]
+enum Expect {
+    Current,
+    Absent,
+    Other(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -153,6 +195,13 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (table.clone(), key.clone(), len.clone()).prop_map(|(table, key, len)| Op::Insert { table, key, len }),
         4 => (table.clone(), key.clone()).prop_map(|(table, key)| Op::Remove { table, key }),
+        4 => (
+            table.clone(),
+            key.clone(),
+            prop_oneof![Just(Expect::Current), Just(Expect::Absent), (0usize..20).prop_map(Expect::Other)],
+            prop::option::of(len.clone()),
+        )
+            .prop_map(|(table, key, expect, new)| Op::CompareAndSwap { table, key, expect, new }),
         2 => prop::collection::vec((table, key, prop::option::of(len)), 1..12).prop_map(Op::Batch),
         1 => Just(Op::Checkpoint),
         1 => Just(Op::Reopen),
@@ -193,6 +242,26 @@ proptest! {
                 }
                 Op::Remove { table, key } => {
                     prop_assert_eq!(tables.remove(table, key), model[table].remove(&model_key(table, key)));
+                }
+                Op::CompareAndSwap { table, key, expect, new } => {
+                    let model_key = model_key(table, key);
+                    let current = model[table].get(&model_key).cloned();
+                    let expected = match expect {
+                        Expect::Current => current.clone(),
+                        Expect::Absent => None,
+                        Expect::Other(len) => Some(value(step as u64 + 1_000_000, len)),
+                    };
+                    let new = new.map(|len| value(step as u64, len));
+                    let got = tables.compare_and_swap(table, key, expected.as_deref(), new.as_deref());
+                    if expected == current {
+                        prop_assert_eq!(got, Ok(()));
+                        match new {
+                            Some(new) => model[table].insert(model_key, new),
+                            None => model[table].remove(&model_key),
+                        };
+                    } else {
+                        prop_assert_eq!(got, Err(CompareAndSwapError { current }));
+                    }
                 }
                 Op::Batch(writes) => {
                     let mut batch = WriteBatch::new();

@@ -23,7 +23,7 @@
 //! # Example
 //!
 //! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread
-//! buffers and segment files), `commit` (the group-commit hand-off), `checkpoint`, `recovery`,
+//! buffers and segment files), `key_locks` (the striped key locks), `commit` (the group-commit hand-off), `checkpoint`, `recovery`,
 //! `faults`.
 
 mod checkpoint;
@@ -31,6 +31,7 @@ mod commit;
 mod error;
 mod faults;
 pub mod format;
+mod key_locks;
 mod lane;
 mod recovery;
 mod wal;
@@ -41,5 +42,6 @@ pub use commit::GroupCommit;
 pub use error::{Error, Result};
 pub use faults::FaultPlan;
 pub use format::BatchOp;
+pub use key_locks::KeyLocks;
 pub use recovery::{Recovery, RecoveryStats};
 pub use wal::{CheckpointStats, Durability, Options, Wal, WalStats, recover_read_only};

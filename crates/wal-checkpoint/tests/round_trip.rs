@@ -205,6 +205,80 @@ fn concurrent_writers_and_a_background_checkpointer_round_trip() {
     reopen_equals(dir.path(), opts, &expected);
 }
 
+/// Adds one to the counter at `key` of table 0 with conditional writes: the value read
+/// without the key's lock is written back plus one only if it is still there.
+fn increment(store: &Store, key: &[u8]) {
+    loop {
+        let map_key = (0, key.to_vec());
+        let seen = store.map.lock().get(&map_key).cloned();
+        let count = seen.as_deref().map_or(0, |v| {
+            u64::from_le_bytes(v.try_into().expect("an 8-byte counter"))
+        });
+        let next = (count + 1).to_le_bytes();
+        let written = store
+            .wal
+            .write_if(
+                0,
+                key,
+                Some(&next),
+                || store.map.lock().get(&map_key) == seen.as_ref(),
+                || store.map.lock().insert(map_key.clone(), next.to_vec()),
+            )
+            .expect("write_if");
+        if written.is_some() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn conditional_writes_lose_no_increment_and_log_only_what_they_apply() {
+    let dir = TempDir::new("conditional");
+    let opts = options(2, Durability::Periodic(Duration::from_millis(2)));
+    let store = Store::open(dir.path(), opts.clone());
+    std::thread::scope(|scope| {
+        for t in 0..4u8 {
+            let store = &store;
+            scope.spawn(move || {
+                for i in 0..400 {
+                    let own = [t];
+                    increment(store, if i % 2 == 0 { b"shared" } else { &own });
+                }
+            });
+        }
+    });
+    let count = |key: &[u8]| store.model().get(&(0, key.to_vec())).cloned();
+    assert_eq!(count(b"shared"), Some(800u64.to_le_bytes().to_vec()));
+    for t in 0..4u8 {
+        assert_eq!(count(&[t]), Some(200u64.to_le_bytes().to_vec()));
+    }
+    store.wal.sync().expect("sync");
+    let logged = store.wal.stats().bytes_written;
+    let mut applied = false;
+    let refused = store
+        .wal
+        .write_if(0, b"shared", None, || false, || applied = true)
+        .expect("write_if");
+    assert_eq!(refused, None);
+    assert!(!applied, "a failed check applies nothing");
+    store.wal.sync().expect("sync");
+    assert_eq!(store.wal.stats().bytes_written, logged, "nor logs anything");
+    let removed = store
+        .wal
+        .write_if(
+            0,
+            &[3],
+            None,
+            || true,
+            || store.map.lock().remove(&(0, vec![3])),
+        )
+        .expect("write_if");
+    assert_eq!(removed, Some(Some(200u64.to_le_bytes().to_vec())));
+    let expected = store.model();
+    drop(store);
+    reopen_equals(dir.path(), opts, &expected);
+}
+
 #[test]
 fn changing_the_lane_count_keeps_every_write() {
     let dir = TempDir::new("lanes");
