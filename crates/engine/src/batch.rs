@@ -2,6 +2,11 @@
 //! replays all of them or none (XIndex's log extended with batches; see the `wal-checkpoint`
 //! crate). Each write still takes effect in the index on its own, in order: concurrent readers
 //! may see a batch half applied.
+//!
+//! A batch with conditions ([`WriteBatch::require`]) takes the key locks of all its keys,
+//! written or required, together (in stripe order), checks every condition, and writes only if
+//! all hold, still under those locks: no other write of those keys comes between the check and
+//! the batch's last write.
 
 use std::ops::Range;
 
@@ -49,8 +54,19 @@ struct Write {
     value: Option<Range<usize>>,
 }
 
+/// A condition of a batch: `key` of `table` holds `expected` (`None`: absent).
+struct Condition {
+    table: u32,
+    store: AnyStore,
+    /// The encoded key's place in the buffer.
+    key: Range<usize>,
+    /// The expected value's place in the buffer; `None` for an absent key.
+    expected: Option<Range<usize>>,
+}
+
 /// Puts and removes over any tables of one database, applied by [`crate::Db::write`] and
-/// atomic with respect to crashes.
+/// atomic with respect to crashes; with conditions, applied only if they hold (see
+/// [`WriteBatch::require`]).
 ///
 /// ```
 /// use engine::{Db, WriteBatch};
@@ -68,6 +84,7 @@ struct Write {
 pub struct WriteBatch {
     db: Option<u64>,
     writes: Vec<Write>,
+    conditions: Vec<Condition>,
     /// Every write's encoded key and value, back to back (one allocation for the batch).
     bytes: Vec<u8>,
 }
@@ -76,6 +93,7 @@ impl std::fmt::Debug for WriteBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteBatch")
             .field("writes", &self.writes.len())
+            .field("conditions", &self.conditions.len())
             .finish_non_exhaustive()
     }
 }
@@ -110,12 +128,65 @@ impl WriteBatch {
         self.push::<K>(table, key.borrow(), None)
     }
 
+    /// Adds a condition: the batch writes nothing unless `key` of `table` holds `expected`
+    /// (`None`: is absent) when it is applied. The keys of every condition and every write are
+    /// locked together while the conditions are checked and the writes applied, so no other
+    /// write of them comes between. [`crate::Db::write`] fails with [`Error::Conflict`], naming
+    /// the first condition (in the order added) that does not hold, and writes nothing.
+    ///
+    /// ```
+    /// use engine::{Db, Error, WriteBatch};
+    /// let db = Db::open_in_memory()?;
+    /// let accounts = db.ordered_table::<u64>("accounts")?;
+    /// accounts.insert(&1, 100u64.to_le_bytes())?;
+    /// accounts.insert(&2, 0u64.to_le_bytes())?;
+    /// // Move 30 from account 1 to account 2, unless either changed since it was read.
+    /// let balance = |v: Vec<u8>| u64::from_le_bytes(v.try_into().unwrap());
+    /// let (from, to) = (accounts.get(&1).unwrap(), accounts.get(&2).unwrap());
+    /// let mut batch = WriteBatch::new();
+    /// batch.require(&accounts, &1, Some(&from))?;
+    /// batch.require(&accounts, &2, Some(&to))?;
+    /// batch.insert(&accounts, &1, (balance(from) - 30).to_le_bytes())?;
+    /// batch.insert(&accounts, &2, (balance(to) + 30).to_le_bytes())?;
+    /// db.write(batch)?;
+    /// let mut stale = WriteBatch::new();
+    /// stale.require(&accounts, &2, Some(0u64.to_le_bytes()))?;
+    /// stale.remove(&accounts, &2)?;
+    /// assert!(matches!(db.write(stale), Err(Error::Conflict { condition: 0, .. })));
+    /// assert_eq!(accounts.get(&2), Some(30u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), engine::Error>(())
+    /// ```
+    pub fn require<K, Q>(
+        &mut self,
+        table: &impl BatchTable<K>,
+        key: &Q,
+        expected: Option<impl AsRef<[u8]>>,
+    ) -> Result<()>
+    where
+        K: TableKey,
+        Q: std::borrow::Borrow<K::Query> + ?Sized,
+    {
+        let key = key.borrow();
+        let expected = expected.as_ref().map(AsRef::as_ref);
+        check_sizes(K::encoded_len(key), expected.map_or(0, <[u8]>::len))?;
+        let (id, store) = self.join::<K>(table)?;
+        let key = self.append(&K::encode(key));
+        let expected = expected.map(|value| self.append(value));
+        self.conditions.push(Condition {
+            table: id,
+            store,
+            key,
+            expected,
+        });
+        Ok(())
+    }
+
     /// The number of writes in the batch.
     pub fn len(&self) -> usize {
         self.writes.len()
     }
 
-    /// Whether the batch holds no write.
+    /// Whether the batch holds no write (conditions aside).
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty()
     }
@@ -127,11 +198,7 @@ impl WriteBatch {
         value: Option<&[u8]>,
     ) -> Result<()> {
         check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
-        let (db, id, store) = table.batch_parts();
-        if self.db.is_some_and(|own| own != db) {
-            return Err(Error::ForeignTable);
-        }
-        self.db = Some(db);
+        let (id, store) = self.join::<K>(table)?;
         let key = self.append(&K::encode(key));
         let value = value.map(|value| self.append(value));
         self.writes.push(Write {
@@ -141,6 +208,17 @@ impl WriteBatch {
             value,
         });
         Ok(())
+    }
+
+    /// The id and store of `table`, which must belong to the database of the batch's other
+    /// tables.
+    fn join<K: TableKey>(&mut self, table: &impl BatchTable<K>) -> Result<(u32, AnyStore)> {
+        let (db, id, store) = table.batch_parts();
+        if self.db.is_some_and(|own| own != db) {
+            return Err(Error::ForeignTable);
+        }
+        self.db = Some(db);
+        Ok((id, store))
     }
 
     /// Appends `bytes` to the buffer; their place there.
@@ -160,16 +238,37 @@ impl WriteBatch {
         write.value.clone().map(|value| &self.bytes[value])
     }
 
+    /// The first condition that does not hold now, as the error that reports it.
+    fn first_conflict(&self) -> Option<Error> {
+        self.conditions
+            .iter()
+            .enumerate()
+            .find_map(|(condition, c)| {
+                let expected = c.expected.clone().map(|range| &self.bytes[range]);
+                let current = c
+                    .store
+                    .mismatch_encoded(&self.bytes[c.key.clone()], expected)?;
+                Some(Error::Conflict { condition, current })
+            })
+    }
+
     /// Applies the batch to `db` (through its log, when it has one).
     pub(crate) fn apply(self, db: &DbInner) -> Result<()> {
-        if self.writes.is_empty() {
+        if self.writes.is_empty() && self.conditions.is_empty() {
             return Ok(());
         }
         if self.db != Some(db.id) {
             return Err(Error::ForeignTable);
         }
-        if let Some(deleted) = self.writes.iter().find_map(|w| w.store.deleted()) {
+        let stores = self.writes.iter().map(|w| &w.store);
+        let required = self.conditions.iter().map(|c| &c.store);
+        if let Some(deleted) = stores.chain(required).find_map(AnyStore::deleted) {
             return Err(deleted);
+        }
+        // A condition seen failing before locking is already an answer; under the locks the
+        // conditions are checked again.
+        if let Some(conflict) = self.first_conflict() {
+            return Err(conflict);
         }
         let words: Vec<Option<u64>> = self
             .writes
@@ -186,12 +285,30 @@ impl WriteBatch {
                 None => write.store.uninstall_encoded(key),
             });
         };
+        let mut conflict = None;
+        let mut check = || {
+            conflict = self.first_conflict();
+            conflict.is_none()
+        };
+        let required: Vec<(u32, &[u8])> = self
+            .conditions
+            .iter()
+            .map(|c| (c.table, &self.bytes[c.key.clone()]))
+            .collect();
         let logged = match &db.wal {
-            None => {
+            None if required.is_empty() => {
                 for i in 0..self.writes.len() {
                     let write = &self.writes[i];
                     let _key = db.lock_memory_key(write.table, self.key(write));
                     apply(i);
+                }
+                Ok(())
+            }
+            None => {
+                let written = self.writes.iter().map(|w| (w.table, self.key(w)));
+                let _keys = db.lock_memory_keys(written.chain(required.iter().copied()));
+                if check() {
+                    (0..self.writes.len()).for_each(&mut apply);
                 }
                 Ok(())
             }
@@ -212,11 +329,15 @@ impl WriteBatch {
                     })
                     .collect();
                 let mut next = 0;
-                wal.batch(&ops, |_| {
+                let apply_next = |_: &BatchOp<'_>| {
                     apply(next);
                     next += 1;
-                })
-                .map(drop)
+                };
+                if required.is_empty() {
+                    wal.batch(&ops, apply_next).map(drop)
+                } else {
+                    wal.batch_if(&ops, &required, check, apply_next).map(drop)
+                }
             }
         };
         for ((write, old), word) in self.writes.iter().zip(applied).zip(words) {
@@ -226,6 +347,7 @@ impl WriteBatch {
                 (None, None) => {}
             }
         }
-        Ok(logged?)
+        logged?;
+        conflict.map_or(Ok(()), Err)
     }
 }

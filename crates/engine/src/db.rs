@@ -255,6 +255,14 @@ impl DbInner {
         self.memory_locks.lock(table, key)
     }
 
+    /// Locks `keys` together for a conditional batch in a database without a log.
+    pub(crate) fn lock_memory_keys<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u32, &'k [u8])>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        self.memory_locks.lock_all(keys)
+    }
+
     /// The store of table `name`, created if needed; refuses another kind or key type.
     fn table<K: TableKey>(&self, name: &str, kind: TableKind) -> Result<(u32, Arc<Store<K>>)> {
         catalog::check_name(name)?;

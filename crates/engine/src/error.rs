@@ -85,6 +85,16 @@ pub enum Error {
         /// The table.
         name: String,
     },
+    /// A condition of a [`crate::WriteBatch`] (added by
+    /// [`WriteBatch::require`](crate::WriteBatch::require)) did not hold: nothing of the
+    /// batch was written.
+    #[error("condition {condition} of the batch does not hold")]
+    Conflict {
+        /// The condition's position among the batch's conditions, from 0.
+        condition: usize,
+        /// The value its key held (`None`: absent).
+        current: Option<Vec<u8>>,
+    },
     /// A [`crate::WriteBatch`] names a table of another database.
     #[error("the batch names a table of another database")]
     ForeignTable,

@@ -12,7 +12,8 @@
 //! - Values are byte strings of up to [`MAX_VALUE_LEN`] bytes: up to seven bytes inline in the
 //!   index's value word, longer ones out of line, reclaimed through crossbeam-epoch.
 //! - `compare_and_swap` and `fetch_and_update` write a key only if it holds what the caller
-//!   read, as one step against every other write of the key (see below).
+//!   read, as one step against every other write of the key (see below);
+//!   [`WriteBatch::require`] puts such conditions on a batch, over any of its keys.
 //! - [`WriteBatch`] groups writes across tables atomically with respect to crashes;
 //!   [`Durability`] picks when a write is durable; [`Db::flush`] and [`Db::checkpoint`] force
 //!   the log and a checkpoint; background checkpoints run every 30 s by default.

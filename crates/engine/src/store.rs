@@ -116,6 +116,20 @@ impl<K: TableKey> Store<K> {
         self.word(key).is_some()
     }
 
+    /// `None` when `key` holds `expected` (`None`: `key` is absent); otherwise `Some` of the
+    /// value it holds.
+    pub(crate) fn mismatch(
+        &self,
+        key: &K::Query,
+        expected: Option<&[u8]>,
+    ) -> Option<Option<Vec<u8>>> {
+        let holds = match expected {
+            Some(expected) => self.get_with(key, |v| v == expected) == Some(true),
+            None => !self.contains(key),
+        };
+        (!holds).then(|| self.get(key))
+    }
+
     fn word(&self, key: &K::Query) -> Option<u64> {
         match &self.index {
             Index::Ordered(index) => index.get(key),
@@ -331,6 +345,18 @@ impl AnyStore {
         match self {
             AnyStore::U64(store) => store.install(decode_u64(key), word),
             AnyStore::Bytes(store) => store.install(key.to_vec(), word),
+        }
+    }
+
+    /// [`Store::mismatch`] with a key encoded for this store's type.
+    pub(crate) fn mismatch_encoded(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+    ) -> Option<Option<Vec<u8>>> {
+        match self {
+            AnyStore::U64(store) => store.mismatch(&decode_u64(key), expected),
+            AnyStore::Bytes(store) => store.mismatch(key, expected),
         }
     }
 

@@ -80,18 +80,20 @@ impl<K: TableKey> Handle<K> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        check_sizes(K::encoded_len(key), new.map_or(0, <[u8]>::len))?;
+        self.check_live()?;
+        // A mismatch seen before locking is already an answer: no lock is held while the
+        // current value is copied. Under the lock the check runs again.
+        if let Some(current) = self.store.mismatch(key, expected) {
+            return Ok(Err(CompareAndSwapError { current }));
+        }
         let mut conflict = None;
         let check = || {
-            let found = match expected {
-                Some(expected) => self.store.get_with(key, |v| v == expected) == Some(true),
-                None => !self.store.contains(key),
-            };
-            if !found {
-                conflict = Some(CompareAndSwapError {
-                    current: self.store.get(key),
-                });
-            }
-            found
+            conflict = self
+                .store
+                .mismatch(key, expected)
+                .map(|current| CompareAndSwapError { current });
+            conflict.is_none()
         };
         self.write(key, new, check, false)?;
         Ok(conflict.map_or(Ok(()), Err))
@@ -110,13 +112,14 @@ impl<K: TableKey> Handle<K> {
         check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
         self.check_live()?;
         let word = value.map(value::encode);
+        let owned = word.map(|_| K::owned(key));
         let mut applied = None;
         let written = self
             .db
             .write_key(self.id, &K::encode(key), value, check, || {
-                applied = Some(match word {
-                    Some(word) => self.store.install(K::owned(key), word),
-                    None => self.store.uninstall(key),
+                applied = Some(match (owned, word) {
+                    (Some(owned), Some(word)) => self.store.install(owned, word),
+                    _ => self.store.uninstall(key),
                 });
             });
         // The index may hold the write even when the log failed after it: release what it
@@ -226,10 +229,10 @@ macro_rules! point_operations {
         }
 
         /// Replaces the value at `key` by `f` of it (`None`: absent, or removes it), with
-        /// [`compare_and_swap`](Self::compare_and_swap) retried until no other write of the
-        /// key came between the read and the write; the value `f` was last given (the one
-        /// replaced). `f` may run more than once under contention, and runs without any lock
-        /// held. Errors as for `insert`.
+        /// [`compare_and_swap`](Self::compare_and_swap) retried until the key still holds the
+        /// value `f` was given when the write is made; returns that value (the one replaced).
+        /// `f` may run more than once under contention, and runs without any lock held. It
+        /// writes even when `f` returns the value it was given. Errors as for `insert`.
         pub fn fetch_and_update<Q: Borrow<K::Query> + ?Sized, V: AsRef<[u8]>>(
             &self,
             key: &Q,

@@ -59,6 +59,10 @@ fn keys_and_values_over_the_limits_are_refused() {
         batch.insert(&table, &long_key, b"v"),
         Err(Error::KeyTooLarge { .. })
     ));
+    assert!(matches!(
+        batch.require(&table, &long_key, None::<&[u8]>),
+        Err(Error::KeyTooLarge { .. })
+    ));
     assert!(batch.is_empty(), "a refused write is not added");
     // The limits themselves are accepted.
     let max_key = vec![b'k'; MAX_KEY_LEN];
@@ -269,9 +273,18 @@ fn batches_cannot_mix_databases() {
         batch.insert(&tb, &1, b"b"),
         Err(Error::ForeignTable)
     ));
+    assert!(matches!(
+        batch.require(&tb, &1, None::<&[u8]>),
+        Err(Error::ForeignTable)
+    ));
     assert!(matches!(b.write(batch), Err(Error::ForeignTable)));
     assert_eq!(ta.get(&1), None);
     assert_eq!(tb.get(&1), None);
+    // A batch of conditions alone is checked against its own database only.
+    let mut conditions = WriteBatch::new();
+    conditions.require(&ta, &1, None::<&[u8]>).unwrap();
+    assert!(conditions.is_empty(), "no write");
+    assert!(matches!(b.write(conditions), Err(Error::ForeignTable)));
 }
 
 #[test]

@@ -6,10 +6,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::TempDir;
-use engine::{Db, Durability, Options, WriteBatch};
+use engine::{Db, Durability, Error, Options, WriteBatch};
 
 const WRITERS: u64 = 3;
 const WRITES: u64 = 3_000;
@@ -259,4 +260,92 @@ fn compare_and_swap_loses_no_increment_on_disk_and_after_reopen() {
         COUNTERS as usize,
         "the other keys were removed"
     );
+}
+
+/// Threads increment counters while another removes them, with `remove` (which returns the
+/// count removed) and with batches conditioned on the count it read (which also write it to an
+/// audit table): no increment may be lost or counted twice, so the increments equal the counts
+/// left plus the counts removed, and the audit holds exactly what the batches removed.
+fn removals_race_increments(db: &Db) {
+    const ROUNDS: u64 = 5 * INCREMENTS;
+    let counters = db.ordered_table::<u64>("removed-counters").unwrap();
+    let audit = db.hash_table::<u64>("audit").unwrap();
+    let start = Barrier::new(WRITERS as usize);
+    let incrementing = AtomicU64::new(WRITERS - 1);
+    let (removed, batch_removed) = std::thread::scope(|scope| {
+        for t in 0..WRITERS - 1 {
+            let (counters, start, incrementing) = (&counters, &start, &incrementing);
+            scope.spawn(move || {
+                start.wait();
+                for i in 0..ROUNDS {
+                    let counter = (t + i) % COUNTERS;
+                    counters
+                        .fetch_and_update(&counter, |v| {
+                            Some((counter_count(0, v) + 1).to_le_bytes())
+                        })
+                        .unwrap();
+                }
+                incrementing.fetch_sub(1, Ordering::Release);
+            });
+        }
+        start.wait();
+        let (mut removed, mut batch_removed) = (0, 0);
+        // Removals go on as long as any increment does.
+        for i in (0..).take_while(|_| incrementing.load(Ordering::Acquire) > 0) {
+            let counter = i % COUNTERS;
+            if i % 2 == 0 {
+                removed += counter_count(0, counters.remove(&counter).unwrap().as_deref());
+                continue;
+            }
+            let Some(seen) = counters.get(&counter) else {
+                continue;
+            };
+            let mut batch = WriteBatch::new();
+            batch.require(&counters, &counter, Some(&seen)).unwrap();
+            batch.remove(&counters, &counter).unwrap();
+            batch.insert(&audit, &i, &seen).unwrap();
+            match db.write(batch) {
+                Ok(()) => batch_removed += counter_count(0, Some(&seen)),
+                Err(Error::Conflict {
+                    condition: 0,
+                    current,
+                }) => {
+                    assert_ne!(current.as_ref(), Some(&seen));
+                    assert_eq!(audit.get(&i), None, "a refused batch wrote nothing");
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        (removed, batch_removed)
+    });
+    let left: u64 = counters
+        .iter()
+        .map(|(_, v)| counter_count(0, Some(&v)))
+        .sum();
+    assert_eq!(
+        left + removed + batch_removed,
+        (WRITERS - 1) * ROUNDS,
+        "{left} left, {removed} removed, {batch_removed} removed by batches"
+    );
+    let audited: u64 = audit.iter().map(|(_, v)| counter_count(0, Some(&v))).sum();
+    assert_eq!(
+        audited, batch_removed,
+        "the audit holds what the batches removed"
+    );
+    assert!(
+        removed > 0 && batch_removed > 0,
+        "both kinds of removal took counts"
+    );
+}
+
+#[test]
+fn removals_race_increments_in_memory() {
+    removals_race_increments(&Db::open_in_memory().unwrap());
+}
+
+#[test]
+fn removals_race_increments_on_disk() {
+    let dir = TempDir::new("removals");
+    let options = Options::new().durability(Durability::Periodic(Duration::from_millis(2)));
+    removals_race_increments(&Db::open(dir.path(), options).unwrap());
 }

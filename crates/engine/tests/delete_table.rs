@@ -54,6 +54,13 @@ fn delete_and_reopen(checkpoint_first: bool) {
         batch.insert(&kept, b"batched", b"v").unwrap();
         batch.insert(&gone, &7, b"v").unwrap();
         assert!(matches!(db.write(batch), Err(Error::TableDeleted { .. })));
+        let mut conditioned = WriteBatch::new();
+        conditioned.insert(&kept, b"batched", b"v").unwrap();
+        conditioned.require(&gone, &7, None::<&[u8]>).unwrap();
+        assert!(matches!(
+            db.write(conditioned),
+            Err(Error::TableDeleted { .. })
+        ));
         assert_eq!(
             kept.get(b"batched"),
             None,

@@ -6,7 +6,9 @@
 //! creates a table, writes one key of a new generation to it and deletes it, over and over:
 //! after the reopen that table, if present, holds no key of a generation whose deletion was
 //! acknowledged. A fourth thread increments a counter with `fetch_and_update`: after the
-//! reopen it holds at least the last acknowledged count and at most one more. The next child
+//! reopen it holds at least the last acknowledged count and at most one more; and it moves one
+//! unit at a time between two accounts with batches conditioned on the balances it read: after
+//! the reopen the balances still add up to the total they started with. The next child
 //! continues in the same directory, so each cycle also recovers what earlier recoveries left.
 
 mod common;
@@ -30,6 +32,41 @@ const THREADS: u64 = 2;
 const SPAN: u64 = 1 << 32;
 /// The counter's key in the hash table (beyond every thread's keys).
 const COUNTER: u64 = u64::MAX;
+/// The two accounts' keys in the hash table, and the total of their balances.
+const ACCOUNTS: [u64; 2] = [u64::MAX - 1, u64::MAX - 2];
+const TOTAL: u64 = 1_000;
+
+/// The balances of the two accounts, if they were opened.
+fn balances(hash: &HashTable<u64>) -> Option<[u64; 2]> {
+    let [a, b] = ACCOUNTS.map(|key| {
+        hash.get(&key)
+            .map(|v| u64::from_le_bytes(v.try_into().expect("an 8-byte balance")))
+    });
+    match (a, b) {
+        (Some(a), Some(b)) => Some([a, b]),
+        (None, None) => None,
+        _ => panic!("one account without the other: {a:?} {b:?}"),
+    }
+}
+
+/// Opens the accounts with the total in the first, then moves one unit from the first to the
+/// second at each call (all of it back once the first is empty), in a batch conditioned on the
+/// balances read.
+fn transfer(db: &Db, hash: &HashTable<u64>) {
+    let read = balances(hash);
+    let next = match read {
+        None => [TOTAL, 0],
+        Some([0, b]) => [b, 0],
+        Some([a, b]) => [a - 1, b + 1],
+    };
+    let mut batch = WriteBatch::new();
+    for (i, key) in ACCOUNTS.iter().enumerate() {
+        let seen = read.map(|balances| balances[i].to_le_bytes());
+        batch.require(hash, key, seen).unwrap();
+        batch.insert(hash, key, next[i].to_le_bytes()).unwrap();
+    }
+    db.write(batch).unwrap();
+}
 
 /// What a child reports once a write returned.
 enum Ack {
@@ -138,6 +175,7 @@ fn kill_child() {
                     .unwrap();
                 let count = before.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
                 println!("counted {}", count + 1);
+                transfer(db, hash);
             }
         });
         for thread in 0..THREADS {
@@ -174,6 +212,7 @@ fn acknowledged_writes_survive_sigkill() {
     let exe = std::env::current_exe().unwrap();
     let (mut total_acked, mut total_deleted, mut total_counted) = (0u64, 0u64, 0u64);
     let mut count_before = 0;
+    let mut transferred = false;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
             .args(["--exact", "kill_child", "--ignored", "--nocapture"])
@@ -240,6 +279,10 @@ fn acknowledged_writes_survive_sigkill() {
             );
         }
         let (ordered, hash) = open_tables(&db);
+        if let Some([a, b]) = balances(&hash) {
+            assert_eq!(a + b, TOTAL, "cycle {cycle}: a transfer is torn");
+            transferred = true;
+        }
         let count = count_of(&hash);
         let lowest = counted.unwrap_or(count_before);
         assert!(
@@ -263,4 +306,5 @@ fn acknowledged_writes_survive_sigkill() {
     );
     assert!(total_deleted > 0, "the children deleted tables");
     assert!(total_counted > 0, "the children counted");
+    assert!(transferred, "the children opened the accounts");
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{TempDir, value};
-use engine::{CompareAndSwapError, Db, Durability, HashTable, Options, OrderedTable, WriteBatch};
+use engine::{
+    CompareAndSwapError, Db, Durability, Error, HashTable, Options, OrderedTable, WriteBatch,
+};
 use proptest::prelude::*;
 
 /// The four tables under test, opened by name.
@@ -87,6 +89,22 @@ impl Tables {
             (2, None) => batch.remove(&self.hash_u64, &key),
             (_, Some(v)) => batch.insert(&self.hash_bytes, &bytes_key(key), v),
             (_, None) => batch.remove(&self.hash_bytes, &bytes_key(key)),
+        }
+        .unwrap()
+    }
+
+    fn require_in_batch(
+        &self,
+        batch: &mut WriteBatch,
+        table: usize,
+        key: u64,
+        expected: Option<&[u8]>,
+    ) {
+        match table {
+            0 => batch.require(&self.ordered_u64, &key, expected),
+            1 => batch.require(&self.ordered_bytes, &bytes_key(key), expected),
+            2 => batch.require(&self.hash_u64, &key, expected),
+            _ => batch.require(&self.hash_bytes, &bytes_key(key), expected),
         }
         .unwrap()
     }
@@ -176,6 +194,11 @@ enum Op {
         new: Option<usize>,
     },
     Batch(Vec<(usize, u64, Option<usize>)>),
+    /// A batch with conditions (table, key, expectation) on top of its writes.
+    ConditionalBatch {
+        conditions: Vec<(usize, u64, Expect)>,
+        writes: Vec<(usize, u64, Option<usize>)>,
+    },
     Checkpoint,
     Reopen,
 }
@@ -185,6 +208,25 @@ enum Expect {
     Current,
     Absent,
     Other(usize),
+}
+
+impl Expect {
+    /// The value expected of a key holding `current`; `seed` makes another value.
+    fn value(&self, current: Option<&Vec<u8>>, seed: u64) -> Option<Vec<u8>> {
+        match *self {
+            Expect::Current => current.cloned(),
+            Expect::Absent => None,
+            Expect::Other(len) => Some(value(seed + 1_000_000, len)),
+        }
+    }
+}
+
+fn expect() -> impl Strategy<Value = Expect> {
+    prop_oneof![
+        4 => Just(Expect::Current),
+        1 => Just(Expect::Absent),
+        1 => (0usize..20).prop_map(Expect::Other),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -198,11 +240,16 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (
             table.clone(),
             key.clone(),
-            prop_oneof![Just(Expect::Current), Just(Expect::Absent), (0usize..20).prop_map(Expect::Other)],
+            expect(),
             prop::option::of(len.clone()),
         )
             .prop_map(|(table, key, expect, new)| Op::CompareAndSwap { table, key, expect, new }),
-        2 => prop::collection::vec((table, key, prop::option::of(len)), 1..12).prop_map(Op::Batch),
+        2 => prop::collection::vec((table.clone(), key.clone(), prop::option::of(len.clone())), 1..12).prop_map(Op::Batch),
+        3 => (
+            prop::collection::vec((table.clone(), key.clone(), expect()), 1..4),
+            prop::collection::vec((table, key, prop::option::of(len)), 0..6),
+        )
+            .prop_map(|(conditions, writes)| Op::ConditionalBatch { conditions, writes }),
         1 => Just(Op::Checkpoint),
         1 => Just(Op::Reopen),
     ]
@@ -246,11 +293,7 @@ proptest! {
                 Op::CompareAndSwap { table, key, expect, new } => {
                     let model_key = model_key(table, key);
                     let current = model[table].get(&model_key).cloned();
-                    let expected = match expect {
-                        Expect::Current => current.clone(),
-                        Expect::Absent => None,
-                        Expect::Other(len) => Some(value(step as u64 + 1_000_000, len)),
-                    };
+                    let expected = expect.value(current.as_ref(), step as u64);
                     let new = new.map(|len| value(step as u64, len));
                     let got = tables.compare_and_swap(table, key, expected.as_deref(), new.as_deref());
                     if expected == current {
@@ -274,6 +317,34 @@ proptest! {
                         };
                     }
                     db.write(batch).unwrap();
+                }
+                Op::ConditionalBatch { conditions, writes } => {
+                    let mut batch = WriteBatch::new();
+                    let mut conflict = None;
+                    for (i, (table, key, expect)) in conditions.into_iter().enumerate() {
+                        let current = model[table].get(&model_key(table, key)).cloned();
+                        let expected = expect.value(current.as_ref(), step as u64 * 100 + i as u64);
+                        tables.require_in_batch(&mut batch, table, key, expected.as_deref());
+                        if conflict.is_none() && expected != current {
+                            conflict = Some((i, current));
+                        }
+                    }
+                    let mut written = model.clone();
+                    for (i, &(table, key, len)) in writes.iter().enumerate() {
+                        let v = len.map(|len| value(step as u64 * 100 + i as u64, len));
+                        tables.add_to_batch(&mut batch, table, key, v.as_deref());
+                        match v {
+                            Some(v) => written[table].insert(model_key(table, key), v),
+                            None => written[table].remove(&model_key(table, key)),
+                        };
+                    }
+                    match (db.write(batch), conflict) {
+                        (Ok(()), None) => model = written,
+                        (Err(Error::Conflict { condition, current }), Some(want)) => {
+                            prop_assert_eq!((condition, current), want);
+                        }
+                        (got, want) => prop_assert!(false, "{got:?}, expected conflict {want:?}"),
+                    }
                 }
                 Op::Checkpoint => db.checkpoint().unwrap(),
                 Op::Reopen => {

@@ -30,7 +30,29 @@ impl KeyLocks {
 
     /// Locks the stripe of `key` in `table`; released when the guard drops.
     pub fn lock(&self, table: u32, key: &[u8]) -> MutexGuard<'_, ()> {
-        self.stripes[stripe_hash(table, key) as usize & (self.stripes.len() - 1)].lock()
+        self.stripes[self.stripe_of(table, key)].lock()
+    }
+
+    /// Locks the stripes of all `keys` together, each once, in stripe order (so that two
+    /// callers never wait for each other in a cycle); released when the guards drop.
+    pub fn lock_all<'k>(
+        &self,
+        keys: impl IntoIterator<Item = (u32, &'k [u8])>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = keys
+            .into_iter()
+            .map(|(table, key)| self.stripe_of(table, key))
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            .map(|i| self.stripes[i].lock())
+            .collect()
+    }
+
+    fn stripe_of(&self, table: u32, key: &[u8]) -> usize {
+        stripe_hash(table, key) as usize & (self.stripes.len() - 1)
     }
 
     /// Takes and releases every stripe in turn: each write that held one when the call began
@@ -85,6 +107,30 @@ mod tests {
         }
         drop(held);
         locks.wait_for_holders();
+        assert!(locks.stripes.iter().all(|s| s.try_lock().is_some()));
+    }
+
+    #[test]
+    fn keys_locked_together_hold_each_of_their_stripes_once() {
+        let locks = KeyLocks::new(64);
+        let keys: Vec<[u8; 1]> = (0..40u8).map(|k| [k]).collect();
+        let held = locks.lock_all(keys.iter().map(|k| (0, &k[..])).chain([(0, &b"\0"[..])]));
+        let mut wanted: Vec<usize> = keys.iter().map(|k| locks.stripe_of(0, k)).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        assert_eq!(
+            held.len(),
+            wanted.len(),
+            "a repeated key or stripe is locked once"
+        );
+        for (i, stripe) in locks.stripes.iter().enumerate() {
+            assert_eq!(
+                stripe.try_lock().is_none(),
+                wanted.contains(&i),
+                "stripe {i}"
+            );
+        }
+        drop(held);
         assert!(locks.stripes.iter().all(|s| s.try_lock().is_some()));
     }
 }

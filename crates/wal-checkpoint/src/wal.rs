@@ -315,6 +315,9 @@ impl Wal {
     /// nothing changes the key between `check` and `apply`. When `check` returns `false`,
     /// nothing is stamped, applied or logged, and the call returns `Ok(None)`; otherwise it is
     /// [`Wal::put`] or [`Wal::remove`] returning `Some` of what `apply` returns.
+    ///
+    /// `check` runs while the writer's lane is locked too: keep it short, and never call
+    /// back into the log from it or from `apply` (the locks are not re-entrant).
     pub fn write_if<R>(
         &self,
         table: u32,
@@ -335,6 +338,23 @@ impl Wal {
         apply: impl FnMut(&BatchOp<'_>) -> R,
     ) -> Result<Vec<R>> {
         self.shared.batch(ops, apply)
+    }
+
+    /// A conditional batch: the key locks of every op and of every key in `guarded` are taken
+    /// together first, then `check` runs; when it returns `false`, nothing is stamped, applied
+    /// or logged, and the call returns `Ok(None)`. Otherwise the ops are stamped and applied in
+    /// order with every lock still held, and logged as one record as [`Wal::batch`] logs them
+    /// (nothing is logged for an empty `ops`). So nothing writes any of those keys between
+    /// `check` and the last op. `check` and `apply` must not call back into the log, as for
+    /// [`Wal::write_if`].
+    pub fn batch_if<R>(
+        &self,
+        ops: &[BatchOp<'_>],
+        guarded: &[(u32, &[u8])],
+        check: impl FnOnce() -> bool,
+        apply: impl FnMut(&BatchOp<'_>) -> R,
+    ) -> Result<Option<Vec<R>>> {
+        self.shared.batch_if(ops, guarded, check, apply)
     }
 
     /// Makes every write that returned before this call durable (one group-commit round).
@@ -517,7 +537,7 @@ impl Shared {
         }
         check_frame(format::batch_len(ops), ops.len())?;
         let lane = self.lane();
-        let mut buf = lane.buf.lock();
+        let buf = lane.buf.lock();
         let mut stamps = Vec::with_capacity(ops.len());
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
@@ -527,11 +547,56 @@ impl Shared {
             results.push(apply(op));
             drop(stripe);
         }
-        format::encode_batch(&mut buf.bytes, ops, &stamps);
+        self.append_batch(lane, buf, ops, &stamps)?;
+        Ok(results)
+    }
+
+    fn batch_if<R>(
+        &self,
+        ops: &[BatchOp<'_>],
+        guarded: &[(u32, &[u8])],
+        check: impl FnOnce() -> bool,
+        mut apply: impl FnMut(&BatchOp<'_>) -> R,
+    ) -> Result<Option<Vec<R>>> {
+        self.check()?;
+        check_frame(format::batch_len(ops), ops.len())?;
+        let lane = self.lane();
+        let buf = lane.buf.lock();
+        let keys = self.locks.lock_all(
+            ops.iter()
+                .map(BatchOp::target)
+                .chain(guarded.iter().copied()),
+        );
+        if !check() {
+            return Ok(None);
+        }
+        if ops.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let mut stamps = Vec::with_capacity(ops.len());
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            stamps.push(self.tick());
+            results.push(apply(op));
+        }
+        drop(keys);
+        self.append_batch(lane, buf, ops, &stamps)?;
+        Ok(Some(results))
+    }
+
+    /// Appends the record of a non-empty batch stamped `stamps` to `lane`, whose buffer `buf`
+    /// the caller holds, then as [`Shared::after_append`].
+    fn append_batch(
+        &self,
+        lane: &Lane,
+        mut buf: parking_lot::MutexGuard<'_, LaneBuf>,
+        ops: &[BatchOp<'_>],
+        stamps: &[u64],
+    ) -> Result<()> {
+        format::encode_batch(&mut buf.bytes, ops, stamps);
         let last = *stamps.last().expect("the batch is not empty");
         buf.appended_data(last);
-        self.after_append(lane, buf)?;
-        Ok(results)
+        self.after_append(lane, buf)
     }
 
     /// After a record is appended (lane still locked): write a full buffer out, then wait for

@@ -279,6 +279,115 @@ fn conditional_writes_lose_no_increment_and_log_only_what_they_apply() {
     reopen_equals(dir.path(), opts, &expected);
 }
 
+/// The balance of account `key` in table 1 (absent: 0).
+fn balance(store: &Store, key: u8) -> i64 {
+    store.map.lock().get(&(1, vec![key])).map_or(0, |v| {
+        i64::from_le_bytes(v.as_slice().try_into().expect("an 8-byte balance"))
+    })
+}
+
+#[test]
+fn conditional_batches_move_amounts_without_creating_or_losing_any() {
+    const ACCOUNTS: u8 = 6;
+    let dir = TempDir::new("transfers");
+    // A lane per thread: only the key locks order the transfers.
+    let opts = options(4, Durability::Periodic(Duration::from_millis(2)));
+    let store = Store::open(dir.path(), opts.clone());
+    let (mut moved, mut refused) = (0, 0);
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4u8)
+            .map(|t| {
+                let (store, start) = (&store, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    let (mut moved, mut refused) = (0, 0);
+                    for i in 0..5_000u32 {
+                        let account = |n: u32| (n % u32::from(ACCOUNTS)) as u8;
+                        let (from, to) =
+                            (account(u32::from(t) + i), account(u32::from(t) + 2 * i + 1));
+                        if from == to {
+                            continue;
+                        }
+                        let (a, b) = (balance(store, from), balance(store, to));
+                        let (na, nb) = ((a - 1).to_le_bytes(), (b + 1).to_le_bytes());
+                        let ops = [
+                            BatchOp::Put {
+                                table: 1,
+                                key: &[from],
+                                value: &na,
+                            },
+                            BatchOp::Put {
+                                table: 1,
+                                key: &[to],
+                                value: &nb,
+                            },
+                        ];
+                        // Both balances are checked under the locks the writes take.
+                        let check = || balance(store, from) == a && balance(store, to) == b;
+                        let applied = store
+                            .wal
+                            .batch_if(&ops, &[], check, |op| {
+                                // A slow index write: the locks must cover it.
+                                std::thread::yield_now();
+                                if let BatchOp::Put { table, key, value } = *op {
+                                    store
+                                        .map
+                                        .lock()
+                                        .insert((table, key.to_vec()), value.to_vec());
+                                }
+                            })
+                            .expect("batch_if");
+                        match applied {
+                            Some(results) => {
+                                assert_eq!(results.len(), 2);
+                                moved += 1;
+                            }
+                            None => refused += 1,
+                        }
+                    }
+                    (moved, refused)
+                })
+            })
+            .collect();
+        for thread in threads {
+            let (m, r) = thread.join().expect("mover");
+            (moved, refused) = (moved + m, refused + r);
+        }
+    });
+    let total: i64 = (0..ACCOUNTS).map(|a| balance(&store, a)).sum();
+    assert_eq!(total, 0, "{moved} transfers applied, {refused} refused");
+    assert!(moved > 0);
+    // A guarded key that is not written is checked too; a failed check logs nothing.
+    store.wal.sync().expect("sync");
+    let logged = store.wal.stats().bytes_written;
+    let ops = [BatchOp::Remove {
+        table: 1,
+        key: &[0],
+    }];
+    let guarded: [(u32, &[u8]); 1] = [(1, &[1])];
+    let refused = store
+        .wal
+        .batch_if(
+            &ops,
+            &guarded,
+            || false,
+            |_| unreachable!("nothing is applied"),
+        )
+        .expect("batch_if");
+    assert!(refused.is_none());
+    let nothing = store
+        .wal
+        .batch_if(&[], &guarded, || true, |_| ())
+        .expect("batch_if");
+    assert_eq!(nothing, Some(Vec::new()));
+    store.wal.sync().expect("sync");
+    assert_eq!(store.wal.stats().bytes_written, logged, "nothing logged");
+    let expected = store.model();
+    drop(store);
+    reopen_equals(dir.path(), opts, &expected);
+}
+
 #[test]
 fn changing_the_lane_count_keeps_every_write() {
     let dir = TempDir::new("lanes");
