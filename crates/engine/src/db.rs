@@ -196,7 +196,8 @@ impl Db {
 
     /// Applies `batch`: after a crash, recovery holds all of it or none of it. Concurrent
     /// readers may see it half applied. A batch naming a deleted table fails with
-    /// [`Error::TableDeleted`] and applies nothing.
+    /// [`Error::TableDeleted`] and applies nothing; so does a batch one of whose conditions
+    /// ([`WriteBatch::require`]) does not hold, with [`Error::Conflict`].
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         batch.apply(&self.inner)
     }

@@ -117,17 +117,16 @@ impl<K: TableKey> Store<K> {
     }
 
     /// `None` when `key` holds `expected` (`None`: `key` is absent); otherwise `Some` of the
-    /// value it holds.
+    /// value it holds, from the same read as the comparison.
     pub(crate) fn mismatch(
         &self,
         key: &K::Query,
         expected: Option<&[u8]>,
     ) -> Option<Option<Vec<u8>>> {
-        let holds = match expected {
-            Some(expected) => self.get_with(key, |v| v == expected) == Some(true),
-            None => !self.contains(key),
-        };
-        (!holds).then(|| self.get(key))
+        match self.get_with(key, |v| (Some(v) != expected).then(|| v.to_vec())) {
+            Some(differs) => differs.map(Some),
+            None => expected.is_some().then_some(None),
+        }
     }
 
     fn word(&self, key: &K::Query) -> Option<u64> {

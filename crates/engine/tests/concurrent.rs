@@ -349,3 +349,84 @@ fn removals_race_increments_on_disk() {
     let options = Options::new().durability(Durability::Periodic(Duration::from_millis(2)));
     removals_race_increments(&Db::open(dir.path(), options).unwrap());
 }
+
+/// Two threads each claim one of two keys with a batch conditioned on neither being claimed:
+/// the batch writes its own key and only requires the other's, which must be locked too, or
+/// both could pass their checks (write skew). Exactly one claim wins each round.
+fn write_skew_is_prevented(db: &Db) {
+    const ROUNDS: usize = 2_000;
+    let (ordered, hash) = (
+        db.ordered_table::<u64>("claims").unwrap(),
+        db.hash_table::<Vec<u8>>("claims-by-name").unwrap(),
+    );
+    let round = Barrier::new(2);
+    // The claims start together, released by spinning (a barrier's wake-ups lie microseconds
+    // apart, and the window between a claim's check of the other key and its writes is a few
+    // microseconds).
+    let arrived = AtomicU64::new(0);
+    let wins: Vec<usize> = std::thread::scope(|scope| {
+        let claimers: Vec<_> = (0..2u64)
+            .map(|own| {
+                let (db, ordered, hash, round, arrived) = (db, &ordered, &hash, &round, &arrived);
+                scope.spawn(move || {
+                    let name = format!("claim-{own}").into_bytes();
+                    let other = 1 - own;
+                    let mut wins = 0;
+                    for r in 1..=ROUNDS as u64 {
+                        arrived.fetch_add(1, Ordering::AcqRel);
+                        for spins in 0u32.. {
+                            if arrived.load(Ordering::Acquire) >= 2 * r {
+                                break;
+                            }
+                            // Spin while the other claimer runs; yield if it waits for a core.
+                            if spins < 10_000 {
+                                std::hint::spin_loop();
+                            } else {
+                                std::thread::yield_now();
+                            }
+                        }
+                        let mut batch = WriteBatch::new();
+                        batch.require(ordered, &other, None::<&[u8]>).unwrap();
+                        // More conditions after the other's key: its check comes well before
+                        // the writes, a window the other claim's check falls in.
+                        for key in [own].into_iter().chain(100..164) {
+                            batch.require(ordered, &key, None::<&[u8]>).unwrap();
+                        }
+                        batch.insert(ordered, &own, b"claimed").unwrap();
+                        batch.insert(hash, &name, b"claimed").unwrap();
+                        match db.write(batch) {
+                            Ok(()) => wins += 1,
+                            Err(Error::Conflict { condition: 0, .. }) => {}
+                            Err(other) => panic!("{other}"),
+                        }
+                        round.wait();
+                        assert!(ordered.len() <= 1, "both keys claimed");
+                        assert_eq!(hash.len(), ordered.len(), "a batch half written");
+                        round.wait();
+                        ordered.remove(&own).unwrap();
+                        hash.remove(&name).unwrap();
+                    }
+                    wins
+                })
+            })
+            .collect();
+        claimers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(
+        wins.iter().sum::<usize>(),
+        ROUNDS,
+        "one claim per round: {wins:?}"
+    );
+}
+
+#[test]
+fn write_skew_is_prevented_in_memory() {
+    write_skew_is_prevented(&Db::open_in_memory().unwrap());
+}
+
+#[test]
+fn write_skew_is_prevented_on_disk() {
+    let dir = TempDir::new("skew");
+    let options = Options::new().durability(Durability::None).log_lanes(64);
+    write_skew_is_prevented(&Db::open(dir.path(), options).unwrap());
+}

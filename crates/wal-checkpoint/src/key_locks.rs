@@ -64,8 +64,10 @@ impl KeyLocks {
     }
 }
 
-/// A cheap hash of (table, key) choosing a stripe (multiply-rotate over 8-byte words, then a
-/// final mix so the low bits depend on every input bit).
+/// A cheap hash of (table, key) choosing a stripe: multiply-rotate over 8-byte words, then a
+/// finalizer (xor-shift-multiply rounds) so that the low bits, which pick the stripe, depend on
+/// every input bit, the high bytes of the last word included (keys that differ only in their
+/// last byte, such as `b"user-1"` and `b"user-2"`, must not share a stripe).
 fn stripe_hash(table: u32, key: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut hash = (u64::from(table) ^ (key.len() as u64) << 32).wrapping_mul(K);
@@ -78,7 +80,8 @@ fn stripe_hash(table: u32, key: &[u8]) -> u64 {
     let mut last = [0; 8];
     last[..words.remainder().len()].copy_from_slice(words.remainder());
     hash = (hash.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
-    hash ^ hash >> 29
+    hash = (hash ^ hash >> 32).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    hash ^ hash >> 32
 }
 
 #[cfg(all(test, not(loom)))]
@@ -92,6 +95,22 @@ mod tests {
             seen.insert(stripe_hash(0, &key.to_be_bytes()) & 4095);
         }
         assert!(seen.len() > 2000, "{} distinct stripes of 4096", seen.len());
+        // Short byte keys that differ only in their last byte (the high byte of their only
+        // word): a multiply alone carries that byte's bits only upwards, past the stripe bits.
+        for len in 1..=16 {
+            let stripes: std::collections::HashSet<u64> = (0..=255u8)
+                .map(|last| {
+                    let mut key = vec![b'k'; len];
+                    key[len - 1] = last;
+                    stripe_hash(0, &key) & 4095
+                })
+                .collect();
+            assert!(
+                stripes.len() > 200,
+                "keys of {len} bytes: {} stripes",
+                stripes.len()
+            );
+        }
         assert_ne!(stripe_hash(0, b"k"), stripe_hash(1, b"k"));
         assert_ne!(stripe_hash(0, b""), stripe_hash(0, b"\0"));
     }

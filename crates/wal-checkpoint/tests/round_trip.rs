@@ -290,7 +290,8 @@ fn balance(store: &Store, key: u8) -> i64 {
 fn conditional_batches_move_amounts_without_creating_or_losing_any() {
     const ACCOUNTS: u8 = 6;
     let dir = TempDir::new("transfers");
-    // A lane per thread: only the key locks order the transfers.
+    // Four lanes: the threads, numbered in the order they first log, almost surely take lanes
+    // of their own, so the key locks alone order their transfers.
     let opts = options(4, Durability::Periodic(Duration::from_millis(2)));
     let store = Store::open(dir.path(), opts.clone());
     let (mut moved, mut refused) = (0, 0);
@@ -358,7 +359,7 @@ fn conditional_batches_move_amounts_without_creating_or_losing_any() {
     let total: i64 = (0..ACCOUNTS).map(|a| balance(&store, a)).sum();
     assert_eq!(total, 0, "{moved} transfers applied, {refused} refused");
     assert!(moved > 0);
-    // A guarded key that is not written is checked too; a failed check logs nothing.
+    // A failed check logs nothing.
     store.wal.sync().expect("sync");
     let logged = store.wal.stats().bytes_written;
     let ops = [BatchOp::Remove {
@@ -386,6 +387,60 @@ fn conditional_batches_move_amounts_without_creating_or_losing_any() {
     let expected = store.model();
     drop(store);
     reopen_equals(dir.path(), opts, &expected);
+}
+
+#[test]
+fn guarded_keys_that_a_batch_does_not_write_are_locked_too() {
+    // Two threads each claim one of two keys, on the condition that neither is claimed: each
+    // batch writes its own key and only guards the other's, and without the guard's lock both
+    // could pass their checks (write skew).
+    const ROUNDS: usize = 2_000;
+    let dir = TempDir::new("skew");
+    let store = Store::open(dir.path(), options(64, Durability::None));
+    let claimed = |key: &[u8]| store.map.lock().contains_key(&(2, key.to_vec()));
+    let round = std::sync::Barrier::new(2);
+    let wins: Vec<usize> = std::thread::scope(|scope| {
+        let threads: Vec<_> = [(b"x", b"y"), (b"y", b"x")]
+            .into_iter()
+            .map(|(own, other)| {
+                let (store, round, claimed) = (&store, &round, &claimed);
+                scope.spawn(move || {
+                    let mut wins = 0;
+                    for _ in 0..ROUNDS {
+                        round.wait();
+                        let ops = [BatchOp::Put {
+                            table: 2,
+                            key: own,
+                            value: b"1",
+                        }];
+                        let check = || !claimed(own) && !claimed(other);
+                        let won = store
+                            .wal
+                            .batch_if(&ops, &[(2, &other[..])], check, |_| {
+                                std::thread::yield_now();
+                                store.map.lock().insert((2, own.to_vec()), b"1".to_vec());
+                            })
+                            .expect("batch_if");
+                        wins += usize::from(won.is_some());
+                        round.wait();
+                        assert!(!(claimed(b"x") && claimed(b"y")), "both keys claimed");
+                        round.wait();
+                        store.remove(2, own);
+                    }
+                    wins
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("claimer"))
+            .collect()
+    });
+    assert_eq!(
+        wins.iter().sum::<usize>(),
+        ROUNDS,
+        "one claim per round: {wins:?}"
+    );
 }
 
 #[test]
