@@ -85,7 +85,8 @@ pub struct WriteBatch {
     db: Option<u64>,
     writes: Vec<Write>,
     conditions: Vec<Condition>,
-    /// Every write's encoded key and value, back to back (one allocation for the batch).
+    /// Every write's and condition's encoded key and value, back to back (one allocation for
+    /// the batch).
     bytes: Vec<u8>,
 }
 

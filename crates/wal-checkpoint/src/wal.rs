@@ -1,5 +1,6 @@
-//! The write-ahead log: lanes, the logical clock, striped key locks, the group-commit thread and
-//! checkpoints (XIndex §5; DESIGN.md "Durability for DRAM indexes").
+//! The write-ahead log: lanes, the logical clock, writes and batches (conditional ones too)
+//! under the striped key locks of [`crate::KeyLocks`], the group-commit thread and checkpoints
+//! (XIndex §5; DESIGN.md "Durability for DRAM indexes").
 
 use std::cell::Cell;
 use std::fs;
