@@ -121,6 +121,9 @@ pub enum KvWorkload {
     Batch,
     /// Random gets of loaded keys.
     Get,
+    /// The same gets, [`GET_MANY_BATCH`] keys per call (learnkv's `get_many`; the peers,
+    /// which have no batched read, loop over their gets).
+    GetMany,
     /// Range reads from random loaded keys.
     Range,
     /// Range reads downward from random loaded keys.
@@ -131,11 +134,12 @@ pub enum KvWorkload {
 
 impl KvWorkload {
     /// Every workload, in the order a run executes them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Bulk,
         Self::Durable,
         Self::Batch,
         Self::Get,
+        Self::GetMany,
         Self::Range,
         Self::RangeRev,
         Self::Remove,
@@ -148,12 +152,16 @@ impl KvWorkload {
             Self::Durable => "durable",
             Self::Batch => "batch",
             Self::Get => "get",
+            Self::GetMany => "get-many",
             Self::Range => "range",
             Self::RangeRev => "range-rev",
             Self::Remove => "remove",
         }
     }
 }
+
+/// Keys per call in the engine experiment's `get-many` workload.
+pub const GET_MANY_BATCH: usize = 16;
 
 /// The measured time per run when `--duration` is not given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
@@ -272,8 +280,9 @@ pub fn usage() -> String {
     text.push_str(&format!(
         "\n\
          \x20                     engine: {} (embedded stores)\n\
-         \x20 --workload LIST     ycsb: a,b,c,d,e,f; engine: bulk,durable,batch,get,range,\n\
-         \x20                     range-rev,remove (default all; engine always loads)\n\
+         \x20 --workload LIST     ycsb: a,b,c,d,e,f; engine: bulk,durable,batch,get,\n\
+         \x20                     get-many,range,range-rev,remove (default all; engine\n\
+         \x20                     always loads)\n\
          \x20 --write-ratio LIST  rw only: write fractions in (0, 1] (default 0.1,0.5)\n\
          \x20 --shift-to NAME     shift only: the distribution after the shift (default linear)\n\
          \x20 --seed N            seed of the data sets and operation streams (default {})\n\

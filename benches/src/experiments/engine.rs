@@ -30,7 +30,7 @@ use rand::{RngExt, SeedableRng};
 use workload::report::Record;
 
 use super::Outcome;
-use crate::args::{Experiment, KvWorkload, Options};
+use crate::args::{Experiment, GET_MANY_BATCH, KvWorkload, Options};
 use crate::error::Error;
 use crate::output::target_dir;
 use crate::plot::Metric;
@@ -342,9 +342,11 @@ fn workloads(
         ));
     }
 
-    if wants(KvWorkload::Get) {
-        for &threads in plan.threads {
-            out.push((KvWorkload::Get, gets(store, plan, threads, seed)?));
+    for (workload, batch) in [(KvWorkload::Get, 1), (KvWorkload::GetMany, GET_MANY_BATCH)] {
+        if wants(workload) {
+            for &threads in plan.threads {
+                out.push((workload, gets(store, plan, threads, batch, seed)?));
+            }
         }
     }
 
@@ -434,15 +436,25 @@ fn gets(
     store: &dyn KvStore,
     plan: &Plan<'_>,
     threads: usize,
+    batch: usize,
     seed: u64,
 ) -> Result<Measured, String> {
     let records = plan.records;
     let draws = draws(plan.loaded, plan.loaded, threads, seed ^ 0x6e75);
     let (elapsed, found) = timed_threads(store, &draws, |reader, mine| {
         let mut found = 0usize;
-        for &i in mine {
-            let (key, value) = records.derived(i);
-            found += usize::from(reader.get(&key, &value)?);
+        if batch == 1 {
+            for &i in mine {
+                let (key, value) = records.derived(i);
+                found += usize::from(reader.get(&key, &value)?);
+            }
+            return Ok(found);
+        }
+        for chunk in mine.chunks(batch) {
+            let pairs: Vec<_> = chunk.iter().map(|&i| records.derived(i)).collect();
+            let keys: Vec<&[u8]> = pairs.iter().map(|(key, _)| &key[..]).collect();
+            let values: Vec<&[u8]> = pairs.iter().map(|(_, value)| &value[..]).collect();
+            found += reader.get_many(&keys, &values)?;
         }
         Ok(found)
     })?;

@@ -156,6 +156,14 @@ impl KvReader for Reader<'_> {
         Ok(self.table.get_with(key, |value| value == expected) == Some(true))
     }
 
+    fn get_many(&mut self, keys: &[&[u8]], expected: &[&[u8]]) -> StoreResult<usize> {
+        let mut found = 0;
+        self.table.get_many_with(keys.iter().copied(), |i, value| {
+            found += usize::from(value == Some(expected[i]));
+        });
+        Ok(found)
+    }
+
     fn range(
         &mut self,
         start: &[u8],

@@ -74,6 +74,16 @@ pub trait KvReader {
     /// Reads the value at `key`; whether it is present and equal to `expected`.
     fn get(&mut self, key: &[u8], expected: &[u8]) -> StoreResult<bool>;
 
+    /// Reads the values at `keys`; how many are present and equal to their `expected`. The
+    /// stores without a batched read loop over [`KvReader::get`].
+    fn get_many(&mut self, keys: &[&[u8]], expected: &[&[u8]]) -> StoreResult<usize> {
+        let mut found = 0;
+        for (key, value) in keys.iter().zip(expected) {
+            found += usize::from(self.get(key, value)?);
+        }
+        Ok(found)
+    }
+
     /// Reads up to `n` pairs from the first key at or after `start` upward (with `descending`,
     /// from the last key at or before it downward), folding each into `checksum` with
     /// [`fold`]; how many it read.

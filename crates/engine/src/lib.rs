@@ -5,8 +5,9 @@
 //!   it in memory only. One process at a time may open a directory.
 //! - Tables are created on demand and recorded in a persistent catalog:
 //!   [`Db::ordered_table`] (XIndex-R, XIndex §3) with `u64` or byte-string keys, and
-//!   [`Db::hash_table`] (XIndex-H, §4). Both offer `get`, `insert` (returning the old value),
-//!   `remove`, `contains_key`, `len`, `iter`; ordered tables add double-ended `range`,
+//!   [`Db::hash_table`] (XIndex-H, §4). Both offer `get`, `get_many` (many keys with their
+//!   memory requests overlapped), `insert` (returning the old value), `remove`,
+//!   `contains_key`, `len`, `iter`; ordered tables add double-ended `range`,
 //!   `first`, `last` and `scan` (and `prefix` for byte-string keys). [`Db::delete_table`]
 //!   deletes a table durably.
 //! - Values are byte strings of up to [`MAX_VALUE_LEN`] bytes: up to seven bytes inline in the

@@ -111,6 +111,31 @@ impl<K: TableKey> Store<K> {
         Some(unsafe { value::with(word, f) })
     }
 
+    /// `f(i, value)` for the value of `keys[i]` (`None`: absent), read in place, in order:
+    /// the index's lines for every key are requested before the first lookup (ordered tables,
+    /// [`XIndex::get_many`]), and every value block before the first value is read.
+    pub(crate) fn get_many_with(
+        &self,
+        keys: &[&K::Query],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) {
+        let _guard = epoch::pin();
+        let words: Vec<Option<u64>> = match &self.index {
+            Index::Ordered(index) => index.get_many(keys),
+            Index::Hash(index) => keys.iter().map(|&key| index.get(key)).collect(),
+        };
+        for &word in words.iter().flatten() {
+            value::prefetch(word);
+        }
+        for (i, word) in words.into_iter().enumerate() {
+            match word {
+                // SAFETY: loaded from the index while `_guard` is pinned, which outlives `f`.
+                Some(word) => unsafe { value::with(word, |value| f(i, Some(value))) },
+                None => f(i, None),
+            }
+        }
+    }
+
     /// Whether `key` is present.
     pub(crate) fn contains(&self, key: &K::Query) -> bool {
         self.word(key).is_some()

@@ -19,6 +19,10 @@ use crate::value;
 /// The largest value a table accepts, in bytes (64 MiB).
 pub const MAX_VALUE_LEN: usize = 64 << 20;
 
+/// How many keys one index pass of `get_many` reads: their requested lines must still be
+/// cached when their lookups come.
+const GET_MANY_CHUNK: usize = 32;
+
 /// How many pairs a range iterator fetches first; each later fetch doubles, up to
 /// [`RANGE_CHUNK_MAX`], so short ranges copy few values and long ones few chunks.
 const RANGE_CHUNK_MIN: usize = 16;
@@ -183,6 +187,44 @@ macro_rules! point_operations {
             f: impl FnOnce(&[u8]) -> R,
         ) -> Option<R> {
             self.handle.store.get_with(key.borrow(), f)
+        }
+
+        /// The values at `keys`, in order (`None`: absent). The memory requests of the keys
+        /// overlap (for ordered tables the index's lines of every key are requested before
+        /// the first lookup, and for both kinds every value before the first is read), so
+        /// many keys read faster this way than one `get` at a time. Not a snapshot: each value
+        /// is one a `get` during the call could have returned.
+        pub fn get_many<'q, Q: Borrow<K::Query> + ?Sized + 'q>(
+            &self,
+            keys: impl IntoIterator<Item = &'q Q>,
+        ) -> Vec<Option<Vec<u8>>> {
+            let mut values = Vec::new();
+            self.get_many_with(keys, |_, value| values.push(value.map(<[u8]>::to_vec)));
+            values
+        }
+
+        /// [`get_many`](Self::get_many) without copies: `f(i, value)` for the value of the
+        /// `i`-th key, read in place, in order. Values stay pinned while `f` runs, as for
+        /// `get_with`: keep it short.
+        pub fn get_many_with<'q, Q: Borrow<K::Query> + ?Sized + 'q>(
+            &self,
+            keys: impl IntoIterator<Item = &'q Q>,
+            mut f: impl FnMut(usize, Option<&[u8]>),
+        ) {
+            let store = &self.handle.store;
+            let mut chunk: Vec<&K::Query> = Vec::with_capacity(GET_MANY_CHUNK);
+            let mut done = 0;
+            for key in keys {
+                chunk.push(key.borrow());
+                if chunk.len() == GET_MANY_CHUNK {
+                    store.get_many_with(&chunk, |i, value| f(done + i, value));
+                    done += chunk.len();
+                    chunk.clear();
+                }
+            }
+            if !chunk.is_empty() {
+                store.get_many_with(&chunk, |i, value| f(done + i, value));
+            }
         }
 
         /// Whether `key` is present.

@@ -70,6 +70,16 @@ impl Tables {
         .unwrap()
     }
 
+    fn get_many(&self, table: usize, keys: &[u64]) -> Vec<Option<Vec<u8>>> {
+        let byte_keys: Vec<Vec<u8>> = keys.iter().map(|&k| bytes_key(k)).collect();
+        match table {
+            0 => self.ordered_u64.get_many(keys),
+            1 => self.ordered_bytes.get_many(&byte_keys),
+            2 => self.hash_u64.get_many(keys),
+            _ => self.hash_bytes.get_many(&byte_keys),
+        }
+    }
+
     fn get(&self, table: usize, key: u64) -> Option<Vec<u8>> {
         match table {
             0 => self.ordered_u64.get(&key),
@@ -360,6 +370,13 @@ proptest! {
                     prop_assert_eq!(tables.get(t, key), map.get(&model_key(t, key)).cloned());
                 }
             }
+            // A batched read of more keys than one index pass takes (32), repeats included.
+            let batch: Vec<u64> = (0..40).map(|i| (step as u64 * 37 + i * 11) % 150).collect();
+            for (t, map) in model.iter().enumerate() {
+                let want: Vec<Option<Vec<u8>>> =
+                    batch.iter().map(|&k| map.get(&model_key(t, k)).cloned()).collect();
+                prop_assert_eq!(tables.get_many(t, &batch), want, "get_many of table {}", t);
+            }
         }
         check_all(&tables, &model);
         drop(tables);
@@ -477,4 +494,39 @@ fn values_are_lent_in_place_inline_and_out_of_line() {
         assert_eq!(table.get_with(b"k", <[u8]>::len), Some(len));
     }
     assert_eq!(table.get_with(b"absent", <[u8]>::len), None);
+}
+
+#[test]
+fn batched_reads_visit_every_key_in_order() {
+    let db = Db::open_in_memory().unwrap();
+    let ordered = db.ordered_table::<u64>("o").unwrap();
+    let hash = db.hash_table::<u64>("h").unwrap();
+    for k in (0..200u64).step_by(2) {
+        ordered.insert(&k, value(k, (k % 20) as usize)).unwrap();
+        hash.insert(&k, value(k, 150)).unwrap();
+    }
+    // More keys than one index pass reads, in no order, present and absent, repeated.
+    let keys: Vec<u64> = (0..100u64).map(|i| (i * 73) % 210).collect();
+    let mut seen = Vec::new();
+    ordered.get_many_with(&keys, |i, v| seen.push((i, v.map(<[u8]>::to_vec))));
+    let want: Vec<(usize, Option<Vec<u8>>)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            (
+                i,
+                (k % 2 == 0 && k < 200).then(|| value(k, (k % 20) as usize)),
+            )
+        })
+        .collect();
+    assert_eq!(seen, want, "ordered");
+    let mut seen = Vec::new();
+    hash.get_many_with(&keys, |i, v| seen.push((i, v.map(<[u8]>::to_vec))));
+    let want: Vec<(usize, Option<Vec<u8>>)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (i, (k % 2 == 0 && k < 200).then(|| value(k, 150))))
+        .collect();
+    assert_eq!(seen, want, "hash");
+    assert!(ordered.get_many::<u64>([]).is_empty());
 }

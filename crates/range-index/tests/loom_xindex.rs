@@ -470,3 +470,29 @@ fn case15_reverse_scans_during_group_split_and_merge() {
         settle(&index);
     });
 }
+
+/// A batched lookup locates every key's group first and searches them later, under the same
+/// protection: a compaction (which frees the old group) or a split between the two steps
+/// leaves it a stale group, which must still answer as a single `get` would.
+#[test]
+fn case16_batched_gets_across_compaction_and_split() {
+    model("case16 get_many ‖ compaction and free", || {
+        let index = tiny_index();
+        index.insert(15, 3);
+        let gets = spawn(&index, |index| index.get_many(&[&15, &20, &99]));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+        assert_eq!(
+            gets.join().expect("the gets finish"),
+            [Some(3), Some(2), None]
+        );
+    });
+    model("case16 get_many ‖ split", || {
+        let index = four_keys(false);
+        let gets = spawn(&index, |index| index.get_many(&[&10, &40, &35]));
+        assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+        assert_eq!(
+            gets.join().expect("the gets finish"),
+            [Some(1), Some(4), None]
+        );
+    });
+}

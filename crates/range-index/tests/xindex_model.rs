@@ -23,6 +23,8 @@ enum Op<K> {
     Insert(K, u64),
     Remove(K),
     Scan(K, usize),
+    /// One batched lookup of several keys (`XIndex::get_many`).
+    GetMany(Vec<K>),
     /// A range read forward, then read again from both ends: from the back at each step
     /// whose bit is set in the pattern.
     Range(Bound<K>, Bound<K>, u64),
@@ -68,6 +70,11 @@ fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>
             model.get::<K>(key).copied(),
             "get {key:?}"
         ),
+        Op::GetMany(keys) => {
+            let queries: Vec<&K::Query> = keys.iter().map(TestKey::query).collect();
+            let want: Vec<Option<u64>> = keys.iter().map(|k| model.get::<K>(k).copied()).collect();
+            assert_eq!(index.get_many(&queries), want, "get_many {keys:?}");
+        }
         Op::Insert(key, value) => assert_eq!(
             index.insert(key.clone(), *value),
             model.insert(key.clone(), *value),
@@ -297,6 +304,7 @@ fn foreground<K: TestKey>(keys: BoxedStrategy<K>) -> BoxedStrategy<Op<K>> {
         3 => keys.clone().prop_map(Op::Get),
         4 => (keys.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => keys.clone().prop_map(Op::Remove),
+        1 => prop::collection::vec(keys.clone(), 0..40).prop_map(Op::GetMany),
         1 => (keys, 0..6usize).prop_map(|(k, n)| Op::Scan(k, n)),
         1 => (bound.clone(), bound, any::<u64>()).prop_map(|(s, e, p)| Op::Range(s, e, p)),
         1 => Just(Op::Len),

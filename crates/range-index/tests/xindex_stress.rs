@@ -5,12 +5,13 @@
 //! split and merge, root update) on random groups; one test runs three background threads,
 //! whose shares of the groups are compacted at the same time:
 //!
-//! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
-//!   removes on a few hot keys; each key is a register whose history (invoke and response
-//!   times, operation, result) is checked by a Wing–Gong search with memoisation;
+//! - **per-key linearizability**: in rounds, workers run gets (single, and batched with
+//!   `get_many`: one event per key spanning the call), upserts (unique values) and removes on
+//!   a few hot keys; each key is a register whose history (invoke and response times,
+//!   operation, result) is checked by a Wing–Gong search with memoisation;
 //! - **lost updates and resurrection**: each worker owns keys it alone writes, with strictly
-//!   increasing values and removes; every result must match its private model, and the final
-//!   contents must equal it;
+//!   increasing values and removes; every result (of gets, batched gets and writes) must match
+//!   its private model, and the final contents must equal it;
 //! - **scans**: forward, reverse and from both ends of a range, strictly ordered, no
 //!   duplicates, and every key that exists throughout (the stable keys, never written) inside
 //!   the scanned interval is returned with its value.
@@ -222,6 +223,29 @@ fn worker<K: StressKey>(
                     4..=6 => Kind::Insert(unique),
                     _ => Kind::Remove,
                 };
+                if kind == Kind::Get && rng.random_bool(0.5) {
+                    // A batched read of this key and up to three more: each key's read is one
+                    // event spanning the whole call.
+                    let more = rng.random_range(0..4);
+                    let picked: Vec<usize> = std::iter::once(k)
+                        .chain((0..more).map(|_| rng.random_range(0..hot.len())))
+                        .collect();
+                    let keys: Vec<K> = picked.iter().map(|&p| K::make(hot[p])).collect();
+                    let queries: Vec<&K::Query> = keys.iter().map(StressKey::query).collect();
+                    let invoke = now();
+                    let results = index.get_many(&queries);
+                    let response = now();
+                    for (&key, result) in picked.iter().zip(results) {
+                        events.push(Event {
+                            key,
+                            invoke,
+                            response,
+                            kind,
+                            result,
+                        });
+                    }
+                    continue;
+                }
                 let invoke = now();
                 let result = match kind {
                     Kind::Get => index.get(key.query()),
@@ -244,9 +268,28 @@ fn worker<K: StressKey>(
                     .expect("in range");
                 let key = K::make(n);
                 let expected = mine[&n];
-                match rng.random_range(0..4) {
+                match rng.random_range(0..5) {
                     0 => assert_eq!(index.get(key.query()), expected, "get of owned {n}"),
                     1 => {
+                        // Several owned keys at once, which no other thread writes.
+                        let picked: Vec<u64> = (0..rng.random_range(1..8))
+                            .map(|_| {
+                                *mine
+                                    .keys()
+                                    .nth(rng.random_range(0..mine.len()))
+                                    .expect("in range")
+                            })
+                            .collect();
+                        let keys: Vec<K> = picked.iter().map(|&p| K::make(p)).collect();
+                        let queries: Vec<&K::Query> = keys.iter().map(StressKey::query).collect();
+                        let want: Vec<Option<u64>> = picked.iter().map(|p| mine[p]).collect();
+                        assert_eq!(
+                            index.get_many(&queries),
+                            want,
+                            "get_many of owned {picked:?}"
+                        );
+                    }
+                    2 => {
                         assert_eq!(index.remove(key.query()), expected, "remove of owned {n}");
                         mine.insert(n, None);
                     }

@@ -363,23 +363,12 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     pub(crate) fn record(&self, key: &K::Query) -> Option<&RecordCell> {
         let trained = self.trained();
-        let Ok(found @ (start, end, model)) = self.model_for(trained.keys, key) else {
+        let Ok(found @ (start, _, model)) = self.model_for(trained.keys, key) else {
             return self.appended_record(trained.keys.len(), key);
         };
         let hint = K::hint(key);
         let predicted = K::predict(model, key, hint);
-        let window = model.bounds().window(predicted, end - start);
-        if K::HINTED {
-            prefetch::slice(&trained.hints[start..end][window]);
-            prefetch::around(&trained.keys[start..end], predicted, KEY_PREFETCH_RADIUS);
-        } else {
-            prefetch::slice(&trained.keys[start..end][window]);
-        }
-        prefetch::around(
-            &trained.cells[start..end],
-            predicted,
-            RECORD_PREFETCH_RADIUS,
-        );
+        Self::request_lines(&trained, found, predicted);
         let pos = start + Self::model_lower_bound(&trained, found, predicted, key, hint);
         if K::HINTED {
             // A different hint is a different key: no need to touch the key's slot.
@@ -395,6 +384,39 @@ impl<K: IndexKey> Group<K> {
             .get(pos)
             .is_some_and(|k| K::query(k) == key)
             .then(|| &trained.cells[pos])
+    }
+
+    /// Requests the lines a search around `predicted` reads: the model's window (of the hints,
+    /// or of the keys) and the cells nearest the prediction.
+    #[inline]
+    fn request_lines(
+        trained: &Prefix<'_, K>,
+        (start, end, model): (usize, usize, &K::Model),
+        predicted: usize,
+    ) {
+        let window = model.bounds().window(predicted, end - start);
+        if K::HINTED {
+            prefetch::slice(&trained.hints[start..end][window]);
+            prefetch::around(&trained.keys[start..end], predicted, KEY_PREFETCH_RADIUS);
+        } else {
+            prefetch::slice(&trained.keys[start..end][window]);
+        }
+        prefetch::around(
+            &trained.cells[start..end],
+            predicted,
+            RECORD_PREFETCH_RADIUS,
+        );
+    }
+
+    /// Requests the lines [`Group::record`] will read for `key`, without reading them: a
+    /// batch of lookups requests every key's lines first, so that their misses overlap.
+    #[inline]
+    pub(crate) fn request_record(&self, key: &K::Query) {
+        let trained = self.trained();
+        if let Ok(found @ (_, _, model)) = self.model_for(trained.keys, key) {
+            let predicted = K::predict(model, key, K::hint(key));
+            Self::request_lines(&trained, found, predicted);
+        }
     }
 
     /// The record of `key` among the keys appended from `from` on (the trained keys' end).

@@ -202,6 +202,38 @@ impl<K: IndexKey> XIndex<K> {
             .scan_rev(range.start_bound(), range.end_bound(), n)
     }
 
+    /// The values of `keys`, in order, as [`OrderedIndex::get`] of each would give them (not
+    /// a snapshot: each is read at its own moment of the call), with their memory requests
+    /// overlapped: every key's group is located and the lines its search will read requested
+    /// before the first search runs. Not in the paper; faster per key than single gets once
+    /// the index outgrows the caches. Best in batches of a few dozen keys (the requested lines
+    /// must still be cached when their search comes).
+    ///
+    /// ```
+    /// use range_index::xindex::{Config, XIndex};
+    ///
+    /// let pairs: Vec<(u64, u64)> = (1..=9).map(|k| (k, k * 10)).collect();
+    /// let index = XIndex::bulk_load(&pairs, Config::default())?;
+    /// assert_eq!(index.get_many(&[&3, &42, &9]), [Some(30), None, Some(90)]);
+    /// # Ok::<(), range_index::xindex::Error>(())
+    /// ```
+    pub fn get_many(&self, keys: &[&K::Query]) -> Vec<Option<u64>> {
+        let pinned = self.inner.pin();
+        let root = pinned.root();
+        let groups: Vec<&Group<K>> = keys
+            .iter()
+            .map(|&key| {
+                let group = root.locate(key);
+                group.request_record(key);
+                group
+            })
+            .collect();
+        keys.iter()
+            .zip(groups)
+            .map(|(&key, group)| lookup(group, key))
+            .collect()
+    }
+
     /// The last `n` live pairs with keys at or below `end`, the largest first, with the keys
     /// in the records' own form (see [`scan_stored`](Self::scan_stored)).
     pub fn scan_rev_stored(&self, end: &K::Query, n: usize) -> Vec<(K::Stored, u64)> {
