@@ -7,7 +7,9 @@
 //! Each run of each store is one pipeline in a fresh directory under `target/repro/engine-tmp/`,
 //! in redb's order: bulk load of every record (random order), [`DURABLE_WRITES`] individual
 //! durable writes, [`BATCHES`] durable batches of [`BATCH_LEN`] writes (new keys each), random
-//! gets of loaded keys (`--keys` of them per thread count, split over the threads), range reads
+//! gets of loaded keys (`--keys` of them per thread count, split over the threads), the same
+//! gets [`GET_MANY_BATCH`] keys per call (`get-many`: learnkv's batched read, the others'
+//! loops; not in redb's benchmark), range reads
 //! of [`RANGE_LEN`] pairs from random loaded keys (`--keys / 2`), the same read downward
 //! (`range-rev`, not in redb's benchmark), and removals of half the loaded keys in one batch or
 //! transaction. Sizes on disk (allocated blocks) after the load and after

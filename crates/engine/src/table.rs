@@ -9,6 +9,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use range_index::chunked::{ChunkSource, Chunked};
+use range_index::xindex::GET_MANY_CHUNK;
 
 use crate::db::DbInner;
 use crate::error::{CompareAndSwapError, Error, Result};
@@ -18,10 +19,6 @@ use crate::value;
 
 /// The largest value a table accepts, in bytes (64 MiB).
 pub const MAX_VALUE_LEN: usize = 64 << 20;
-
-/// How many keys one index pass of `get_many` reads: their requested lines must still be
-/// cached when their lookups come.
-const GET_MANY_CHUNK: usize = 32;
 
 /// How many pairs a range iterator fetches first; each later fetch doubles, up to
 /// [`RANGE_CHUNK_MAX`], so short ranges copy few values and long ones few chunks.

@@ -6,7 +6,9 @@
 //! racing the reclamation of the group it reads. Case 13: a maintenance pass compacting two
 //! groups in one batch, their barriers shared, under a put and a get. Case 14: the compaction
 //! passes of two background threads' shares of the groups, at the same time, each thread
-//! also putting to or reading from the other's group. Everything the
+//! also putting to or reading from the other's group. Case 15: reverse scans and ranges
+//! across a group split and a merge. Case 16: a batched lookup (`get_many`) across a
+//! compaction that frees the old group, and across a split. Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.

@@ -206,8 +206,9 @@ impl<K: IndexKey> XIndex<K> {
     /// a snapshot: each is read at its own moment of the call), with their memory requests
     /// overlapped: every key's group is located and the lines its search will read requested
     /// before the first search runs. Not in the paper; faster per key than single gets once
-    /// the index outgrows the caches. Best in batches of a few dozen keys (the requested lines
-    /// must still be cached when their search comes).
+    /// the index outgrows the caches. The keys are taken [`GET_MANY_CHUNK`] at a time, each
+    /// chunk in an online section of its own (the requested lines must still be cached when
+    /// their search comes, and a long section would hold back the restructurers' barriers).
     ///
     /// ```
     /// use range_index::xindex::{Config, XIndex};
@@ -218,20 +219,26 @@ impl<K: IndexKey> XIndex<K> {
     /// # Ok::<(), range_index::xindex::Error>(())
     /// ```
     pub fn get_many(&self, keys: &[&K::Query]) -> Vec<Option<u64>> {
-        let pinned = self.inner.pin();
-        let root = pinned.root();
-        let groups: Vec<&Group<K>> = keys
-            .iter()
-            .map(|&key| {
-                let group = root.locate(key);
-                group.request_record(key);
-                group
-            })
-            .collect();
-        keys.iter()
-            .zip(groups)
-            .map(|(&key, group)| lookup(group, key))
-            .collect()
+        let mut values = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(GET_MANY_CHUNK) {
+            let pinned = self.inner.pin();
+            let root = pinned.root();
+            let groups: Vec<&Group<K>> = chunk
+                .iter()
+                .map(|&key| {
+                    let group = root.locate(key);
+                    group.request_record(key);
+                    group
+                })
+                .collect();
+            values.extend(
+                chunk
+                    .iter()
+                    .zip(groups)
+                    .map(|(&key, group)| lookup(group, key)),
+            );
+        }
+        values
     }
 
     /// The last `n` live pairs with keys at or below `end`, the largest first, with the keys
@@ -440,6 +447,9 @@ fn within_bound<K: IndexKey>(
         within_bound::<K>(keys, start..end, config, out);
     }
 }
+
+/// How many keys [`XIndex::get_many`] locates before it searches them, in one online section.
+pub const GET_MANY_CHUNK: usize = 32;
 
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
 #[inline]
