@@ -365,12 +365,14 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
         let mut pinned = self.inner.pin();
         let mut backoff = Backoff::new();
         let sequential = self.inner.config.sequential_inserts;
+        let mut key = key;
         let old = loop {
             let group = pinned.root().locate(key.borrow());
-            if let Put::Done(old) = put(group, &key, value, sequential) {
-                break old;
+            match put(group, key, value, sequential) {
+                Put::Done(old) => break old,
+                // `buf` is frozen and `tmp_buf` not yet published: let barrier B1 pass.
+                Put::Retry(returned) => key = returned,
             }
-            // `buf` is frozen and `tmp_buf` not yet published: let barrier B1 pass.
             pinned.quiescent();
             backoff.snooze();
         };
@@ -468,39 +470,42 @@ pub(crate) fn lookup<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u6
 }
 
 /// The outcome of one attempt of a put.
-enum Put {
+enum Put<K> {
     /// The put took effect; the key's previous value, if it was live.
     Done(Option<u64>),
-    /// `buf` is frozen and `tmp_buf` not yet published.
-    Retry,
+    /// `buf` is frozen and `tmp_buf` not yet published: the key, for the next attempt.
+    Retry(K),
 }
 
 /// One attempt of `put(key, value)` on `group` (Algorithm 2), with the sequential-insert path
-/// when `sequential` is set.
+/// when `sequential` is set. The key moves into the delta index or the array that takes it
+/// (no copy), or comes back with [`Put::Retry`].
 #[inline]
-fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64, sequential: bool) -> Put {
-    let query = key.borrow();
-    if let Some(cell) = group.record(query)
+fn put<K: IndexKey>(group: &Group<K>, key: K, value: u64, sequential: bool) -> Put<K> {
+    if let Some(cell) = group.record(key.borrow())
         && let Some(old) = record::update(cell, value)
     {
         return Put::Done(Some(old));
     }
-    if sequential {
-        if let Some(done) = put_sequential(group, key, value) {
-            return done;
+    let key = if sequential {
+        match put_sequential(group, key, value) {
+            Ok(done) => return done,
+            Err(key) => key,
         }
     } else if !group.is_frozen() {
         return Put::Done(upsert(group.buf(), key, value));
-    }
+    } else {
+        key
+    };
     // Frozen: update only; a removed entry is not revived (a live copy may follow).
-    if let Some(cell) = group.buf().get(query)
+    if let Some(cell) = group.buf().get(key.borrow())
         && let Some(old) = record::update(cell, value)
     {
         return Put::Done(Some(old));
     }
     match group.tmp_buf() {
         Some(tmp) => Put::Done(upsert(tmp, key, value)),
-        None => Put::Retry,
+        None => Put::Retry(key),
     }
 }
 
@@ -508,38 +513,37 @@ fn put<K: IndexKey>(group: &Group<K>, key: &K, value: u64, sequential: bool) -> 
 /// every insert of a new key into the group takes when the hint is set, the key is appended to
 /// the array if it is above the last key and absent from `buf`, or else put into `buf`. Under
 /// the lock no other insert of a new key runs, so the two places never both take the key (I1).
-/// `None` when `buf` is frozen (the caller goes on with its frozen path; the check under the
-/// lock orders the append before barrier B1). A node that a
+/// `Err` with the key when `buf` is frozen (the caller goes on with its frozen path; the check
+/// under the lock orders the append before barrier B1). A node that a
 /// restructure is still building does not append: a replaced node may insert into its `buf`
 /// without the lock until the restructure's last barrier.
-fn put_sequential<K: IndexKey>(group: &Group<K>, key: &K, value: u64) -> Option<Put> {
+fn put_sequential<K: IndexKey>(group: &Group<K>, key: K, value: u64) -> Result<Put<K>, K> {
     let appending = group.records().lock_appends();
     if group.is_frozen() {
-        return None;
+        return Err(key);
     }
     if !group.appends_enabled() {
-        return Some(Put::Done(upsert(group.buf(), key, value)));
+        return Ok(Put::Done(upsert(group.buf(), key, value)));
     }
-    let query = key.borrow();
-    if let Some(cell) = group.record(query)
+    if let Some(cell) = group.record(key.borrow())
         && let Some(old) = record::update(cell, value)
     {
-        return Some(Put::Done(Some(old)));
+        return Ok(Put::Done(Some(old)));
     }
-    if group.buf().get(query).is_none()
+    if group.buf().get(key.borrow()).is_none()
         && group
             .records()
-            .append(&appending, key.clone(), value)
+            .append(&appending, key.borrow(), value)
             .is_ok()
     {
-        return Some(Put::Done(None));
+        return Ok(Put::Done(None));
     }
-    Some(Put::Done(upsert(group.buf(), key, value)))
+    Ok(Put::Done(upsert(group.buf(), key, value)))
 }
 
 /// Inserts or updates `key` in the insertable delta index `delta`, reviving a removed entry.
-fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: &K, value: u64) -> Option<u64> {
-    let (cell, inserted) = delta.get_or_insert(key.clone(), value);
+fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: K, value: u64) -> Option<u64> {
+    let (cell, inserted) = delta.get_or_insert(key, value);
     if inserted {
         None
     } else {

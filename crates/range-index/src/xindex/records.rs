@@ -186,25 +186,21 @@ impl<K: IndexKey> Records<K> {
     pub(crate) fn append(
         &self,
         _appending: &MutexGuard<'_, ()>,
-        key: K,
+        key: &K::Query,
         value: u64,
     ) -> Result<(), AppendRefused> {
         let len = self.len.load(Ordering::Acquire);
         if len == self.capacity() {
             return Err(AppendRefused::Full);
         }
-        if self
-            .keys()
-            .last()
-            .is_some_and(|last| K::query(last) >= key.borrow())
-        {
+        if self.keys().last().is_some_and(|last| K::query(last) >= key) {
             return Err(AppendRefused::NotAbove);
         }
         // SAFETY: slot `len` is spare: no reader reads it before the store of `len + 1`
         // below, and appends are serialised by the append lock the caller holds.
         unsafe {
-            *self.hints[len].get() = K::hint(key.borrow());
-            (*self.keys[len].get()).write(K::to_stored(key.borrow()));
+            *self.hints[len].get() = K::hint(key);
+            (*self.keys[len].get()).write(K::to_stored(key));
         }
         self.cells[len].lock().set_value(value);
         self.len.store(len + 1, Ordering::Release);
@@ -232,12 +228,12 @@ mod tests {
         let cells = [10, 50]
             .map(|value| RecordCell::new(RecordMeta::new(), value))
             .into();
-        let records = Records::new(vec![1u64, 5], cells, 2);
+        let records = Records::<u64>::new(vec![1u64, 5], cells, 2);
         let lock = records.lock_appends();
-        assert_eq!(records.append(&lock, 5, 0), Err(AppendRefused::NotAbove));
-        assert_eq!(records.append(&lock, 7, 70), Ok(()));
-        assert_eq!(records.append(&lock, 9, 90), Ok(()));
-        assert_eq!(records.append(&lock, 11, 0), Err(AppendRefused::Full));
+        assert_eq!(records.append(&lock, &5, 0), Err(AppendRefused::NotAbove));
+        assert_eq!(records.append(&lock, &7, 70), Ok(()));
+        assert_eq!(records.append(&lock, &9, 90), Ok(()));
+        assert_eq!(records.append(&lock, &11, 0), Err(AppendRefused::Full));
         drop(lock);
         assert_eq!(records.keys(), &[1, 5, 7, 9]);
         assert_eq!(records.cells()[3].read().1, 90);
@@ -254,9 +250,9 @@ mod tests {
         let (meta, value) = records.cells()[1].read();
         assert!(meta.is_ptr() && value == 80);
         let lock = records.lock_appends();
-        assert_eq!(records.append(&lock, 9, 90), Ok(()));
-        assert_eq!(records.append(&lock, 10, 100), Ok(()));
-        assert_eq!(records.append(&lock, 11, 0), Err(AppendRefused::Full));
+        assert_eq!(records.append(&lock, &9, 90), Ok(()));
+        assert_eq!(records.append(&lock, &10, 100), Ok(()));
+        assert_eq!(records.append(&lock, &11, 0), Err(AppendRefused::Full));
     }
 
     #[test]
@@ -278,9 +274,7 @@ mod tests {
         let stored = keys.iter().map(|key| Vec::<u8>::to_stored(key)).collect();
         let records = Records::<Vec<u8>>::new(stored, cells, 3);
         let lock = records.lock_appends();
-        records
-            .append(&lock, b"c".to_vec(), 3)
-            .expect("spare and above");
+        records.append(&lock, b"c", 3).expect("spare and above");
         drop(lock);
         let mut pushed = Records::<Vec<u8>>::with_capacity(2);
         pushed.push(Vec::<u8>::to_stored(&long), RecordCell::default());
