@@ -112,17 +112,18 @@ impl<K: TableKey> Store<K> {
     }
 
     /// `f(i, value)` for the value of `keys[i]` (`None`: absent), read in place, in order:
-    /// the index's lines for every key are requested before the first lookup (ordered tables,
-    /// [`XIndex::get_many`]), and every value block before the first value is read.
+    /// the index's lines for every key are requested before the first lookup
+    /// ([`XIndex::get_many`], [`XIndexH::get_many`]), and every value block before the first
+    /// value is read.
     pub(crate) fn get_many_with(
         &self,
         keys: &[&K::Query],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) {
         let _guard = epoch::pin();
-        let words: Vec<Option<u64>> = match &self.index {
+        let words = match &self.index {
             Index::Ordered(index) => index.get_many(keys),
-            Index::Hash(index) => keys.iter().map(|&key| index.get(key)).collect(),
+            Index::Hash(index) => index.get_many(keys),
         };
         for &word in words.iter().flatten() {
             value::prefetch(word);

@@ -8,8 +8,8 @@ use std::borrow::Borrow;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use concurrency::prefetch::LOOKUP_BATCH;
 use range_index::chunked::{ChunkSource, Chunked};
-use range_index::xindex::GET_MANY_CHUNK;
 
 use crate::db::DbInner;
 use crate::error::{CompareAndSwapError, Error, Result};
@@ -187,10 +187,10 @@ macro_rules! point_operations {
         }
 
         /// The values at `keys`, in order (`None`: absent). The memory requests of the keys
-        /// overlap (for ordered tables the index's lines of every key are requested before
-        /// the first lookup, and for both kinds every value before the first is read), so
-        /// many keys read faster this way than one `get` at a time. Not a snapshot: each value
-        /// is one a `get` during the call could have returned.
+        /// overlap (the index's lines of every key are requested before the first lookup, and
+        /// every value before the first is read), so many keys read faster this way than one
+        /// `get` at a time. Not a snapshot: each value is one a `get` during the call could
+        /// have returned.
         pub fn get_many<'q, Q: Borrow<K::Query> + ?Sized + 'q>(
             &self,
             keys: impl IntoIterator<Item = &'q Q>,
@@ -209,11 +209,11 @@ macro_rules! point_operations {
             mut f: impl FnMut(usize, Option<&[u8]>),
         ) {
             let store = &self.handle.store;
-            let mut chunk: Vec<&K::Query> = Vec::with_capacity(GET_MANY_CHUNK);
+            let mut chunk: Vec<&K::Query> = Vec::with_capacity(LOOKUP_BATCH);
             let mut done = 0;
             for key in keys {
                 chunk.push(key.borrow());
-                if chunk.len() == GET_MANY_CHUNK {
+                if chunk.len() == LOOKUP_BATCH {
                     store.get_many_with(&chunk, |i, value| f(done + i, value));
                     done += chunk.len();
                     chunk.clear();

@@ -187,6 +187,14 @@ impl<K: HashKey> Group<K> {
         prefetch::line(self.chain(b));
     }
 
+    /// Requests the lines a `get` of `key` in this group reads first (its home bucket, the
+    /// neighbours and the chain head), without reading them: a batch of lookups requests every
+    /// key's lines before the first search, so that their misses overlap.
+    #[inline]
+    pub(crate) fn request(&self, key: &K::Query) {
+        self.prefetch_neighbourhood(self.placement.slot::<K>(key));
+    }
+
     /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
     /// or a node of its chain. An uninitialised home bucket means none of these holds it: a
     /// key goes elsewhere only when its home bucket is taken, and buckets are never emptied.

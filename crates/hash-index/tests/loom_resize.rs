@@ -12,7 +12,8 @@
 //! The last two have two inserts from different home buckets take chain nodes from one
 //! group's arena at once, racing to install its next chunk; and a key pushed onto the chain
 //! while another thread looks it up or inserts it too, through its home bucket's chain filter.
-//! The very last runs the passes of two background threads' shares of the groups at once.
+//! The next runs the passes of two background threads' shares of the groups at once, and the
+//! very last a batched lookup (`get_many`) across a resize that frees the group it found.
 //!
 //! Models with two foreground operations run the second one on the resizing thread inside the
 //! hook at one phase boundary per model: it then overlaps the worker's operation anywhere and
@@ -354,6 +355,23 @@ fn two_shares_resize_their_groups_at_once() {
         for &key in first[..2].iter().chain(&second) {
             assert_eq!(index.get(&key), Some(key));
         }
+        index.validate();
+    });
+}
+
+/// A batched lookup finds every key's group first and searches them later, under the same
+/// online section: a resize that replaces (and then frees) the group between the two steps
+/// leaves it a stale group, which must still answer as a single `get` would.
+#[test]
+fn batched_gets_across_a_resize() {
+    model("get_many ‖ resize", || {
+        let index = tiny_index();
+        let gets = spawn(&index, |index| index.get_many(&[&10, &99, &20]));
+        resize(&index);
+        assert_eq!(
+            gets.join().expect("the gets finish"),
+            [Some(1), None, Some(2)]
+        );
         index.validate();
     });
 }

@@ -36,6 +36,8 @@ impl TestKey for Vec<u8> {
 #[derive(Debug, Clone)]
 enum Op {
     Get(u8),
+    /// One batched lookup of these keys (`XIndexH::get_many`).
+    GetMany(Vec<u8>),
     Insert(u8, u64),
     Remove(u8),
     /// Resizes the group of the key to this many buckets, running the ops at the phase.
@@ -48,6 +50,7 @@ enum Op {
 fn point_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (0u8..40).prop_map(Op::Get),
+        prop::collection::vec(0u8..40, 0..40).prop_map(Op::GetMany),
         ((0u8..40), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         (0u8..40).prop_map(Op::Remove),
     ]
@@ -82,6 +85,12 @@ fn apply<K: TestKey>(index: &XIndexH<K>, model: &mut HashMap<K, u64>, op: &Op) {
                 model.get::<K>(&key).copied(),
                 "get {key:?}"
             );
+        }
+        Op::GetMany(ks) => {
+            let keys: Vec<K> = ks.iter().map(|&k| K::make(k)).collect();
+            let queries: Vec<&K::Query> = keys.iter().map(|k| k.borrow()).collect();
+            let want: Vec<Option<u64>> = keys.iter().map(|k| model.get::<K>(k).copied()).collect();
+            assert_eq!(index.get_many(&queries), want, "get_many {keys:?}");
         }
         Op::Insert(k, v) => {
             let key = K::make(*k);

@@ -4,8 +4,9 @@
 //! background thread runs its own load-factor passes (one test runs three background threads,
 //! whose shares of the groups are resized at the same time):
 //!
-//! - **per-key linearizability**: in rounds, workers run gets, upserts (unique values) and
-//!   removes on a few hot keys; each key is a register whose history (invoke and response
+//! - **per-key linearizability**: in rounds, workers run gets (single, and batched with
+//!   `get_many`: one event per key spanning the call), upserts (unique values) and removes on
+//!   a few hot keys; each key is a register whose history (invoke and response
 //!   times, operation, result) is checked by a Wing–Gong search with memoisation;
 //! - **lost updates and resurrection**: each worker owns keys that it alone writes, with
 //!   strictly increasing values and removes; every result must match its private model, and
@@ -193,6 +194,29 @@ fn worker<K: StressKey>(
                     4..=6 => Kind::Insert(unique),
                     _ => Kind::Remove,
                 };
+                if kind == Kind::Get && rng.random_bool(0.5) {
+                    // A batched read of this key and up to three more: each key's read is one
+                    // event spanning the whole call.
+                    let more = rng.random_range(0..4);
+                    let picked: Vec<usize> = std::iter::once(k)
+                        .chain((0..more).map(|_| rng.random_range(0..hot.len())))
+                        .collect();
+                    let keys: Vec<K> = picked.iter().map(|&p| K::make(hot[p])).collect();
+                    let queries: Vec<&K::Query> = keys.iter().map(|key| key.borrow()).collect();
+                    let invoke = now();
+                    let results = index.get_many(&queries);
+                    let response = now();
+                    for (&key, result) in picked.iter().zip(results) {
+                        events.push(Event {
+                            key,
+                            invoke,
+                            response,
+                            kind,
+                            result,
+                        });
+                    }
+                    continue;
+                }
                 let invoke = now();
                 let result = match kind {
                     Kind::Get => index.get(key.borrow()),
@@ -231,6 +255,16 @@ fn worker<K: StressKey>(
             16..=18 => {
                 let n = rng.random_range(0..KEY_SPACE / 4) * 4;
                 assert_eq!(index.get(K::make(n).borrow()), Some(n), "stable key {n}");
+                // Stable keys and owned keys in one batched read.
+                let owned = *mine
+                    .keys()
+                    .nth(rng.random_range(0..mine.len()))
+                    .expect("in range");
+                let numbers = [n, owned, rng.random_range(0..KEY_SPACE / 4) * 4];
+                let keys: Vec<K> = numbers.iter().map(|&m| K::make(m)).collect();
+                let queries: Vec<&K::Query> = keys.iter().map(|key| key.borrow()).collect();
+                let want = [Some(numbers[0]), mine[&owned], Some(numbers[2])];
+                assert_eq!(index.get_many(&queries), want, "get_many of {numbers:?}");
             }
             _ => {
                 if i % 8 == 0 {

@@ -21,6 +21,7 @@ use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::Arc;
 
+use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use concurrency::{Backoff, GracePeriod, OnlineGuard, Share, ShareLock, Workers};
@@ -206,7 +207,7 @@ impl<K: IndexKey> XIndex<K> {
     /// a snapshot: each is read at its own moment of the call), with their memory requests
     /// overlapped: every key's group is located and the lines its search will read requested
     /// before the first search runs. Not in the paper; faster per key than single gets once
-    /// the index outgrows the caches. The keys are taken [`GET_MANY_CHUNK`] at a time, each
+    /// the index outgrows the caches. The keys are taken [`LOOKUP_BATCH`] at a time, each
     /// chunk in an online section of its own (the requested lines must still be cached when
     /// their search comes, and a long section would hold back the restructurers' barriers).
     ///
@@ -220,7 +221,7 @@ impl<K: IndexKey> XIndex<K> {
     /// ```
     pub fn get_many(&self, keys: &[&K::Query]) -> Vec<Option<u64>> {
         let mut values = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(GET_MANY_CHUNK) {
+        for chunk in keys.chunks(LOOKUP_BATCH) {
             let pinned = self.inner.pin();
             let root = pinned.root();
             let groups: Vec<&Group<K>> = chunk
@@ -449,9 +450,6 @@ fn within_bound<K: IndexKey>(
         within_bound::<K>(keys, start..end, config, out);
     }
 }
-
-/// How many keys [`XIndex::get_many`] locates before it searches them, in one online section.
-pub const GET_MANY_CHUNK: usize = 32;
 
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
 #[inline]

@@ -46,7 +46,7 @@ pub use byte_key::ByteKey;
 pub use config::{Config, MAX_MODELS};
 pub use delta::{DeltaIndex, DeltaIter, DeltaRevIter};
 pub use error::Error;
-pub use index::{GET_MANY_CHUNK, XIndex};
+pub use index::XIndex;
 pub use key::IndexKey;
 pub use restructure::{Phase, Restructure};
 pub use scan::Range;
