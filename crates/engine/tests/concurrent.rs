@@ -1,6 +1,6 @@
 //! Concurrent clients on one database: writers on their own keys and on shared keys, readers
-//! running point reads and ranges (forward and backward) meanwhile, checked for lost or
-//! invented writes, then reopened and checked again.
+//! running point reads, batched reads and ranges (forward and backward) meanwhile, checked for
+//! lost or invented writes, then reopened and checked again.
 
 mod common;
 
@@ -95,6 +95,22 @@ fn concurrent_clients_lose_nothing() {
                             let (writer, i) = decode(&v);
                             assert!(writer < WRITERS && i % SHARED == round % SHARED);
                         }
+                        // Batched reads of keys being written: each value found is the one
+                        // its writer wrote for that key, in both tables.
+                        let keys: Vec<u64> =
+                            (0..40).map(|j| t << 32 | (from + j * 7) % WRITES).collect();
+                        own.get_many_with(&keys, |j, value| {
+                            if let Some(value) = value {
+                                assert_eq!(decode(value), (t, keys[j] & 0xffff_ffff));
+                            }
+                        });
+                        let slots: Vec<u64> = (0..SHARED).collect();
+                        shared.get_many_with(&slots, |j, value| {
+                            if let Some(value) = value {
+                                let (writer, i) = decode(value);
+                                assert!(writer < WRITERS && i % SHARED == slots[j]);
+                            }
+                        });
                     }
                 });
             }
