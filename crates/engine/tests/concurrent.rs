@@ -97,8 +97,9 @@ fn concurrent_clients_lose_nothing() {
                         }
                         // Batched reads of keys being written: each value found is the one
                         // its writer wrote for that key, in both tables.
-                        let keys: Vec<u64> =
-                            (0..40).map(|j| t << 32 | (from + j * 7) % WRITES).collect();
+                        let keys: Vec<u64> = (0..40)
+                            .map(|j| (t << 32) | ((from + j * 7) % WRITES))
+                            .collect();
                         own.get_many_with(&keys, |j, value| {
                             if let Some(value) = value {
                                 assert_eq!(decode(value), (t, keys[j] & 0xffff_ffff));
