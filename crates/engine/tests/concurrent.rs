@@ -307,8 +307,10 @@ fn removals_race_increments(db: &Db) {
         }
         start.wait();
         let (mut removed, mut batch_removed) = (0, 0);
-        // Removals go on as long as any increment does.
-        for i in (0..).take_while(|_| incrementing.load(Ordering::Acquire) > 0) {
+        // Removals go on as long as any increment does, and for two rounds of the counters at
+        // least (so both kinds of removal take counts however the threads are scheduled).
+        for i in (0..).take_while(|&i| i < 2 * COUNTERS || incrementing.load(Ordering::Acquire) > 0)
+        {
             let counter = i % COUNTERS;
             if i % 2 == 0 {
                 removed += counter_count(0, counters.remove(&counter).unwrap().as_deref());
