@@ -4,8 +4,8 @@
 //! log and in checkpoints a `u64` key is its 8 big-endian bytes, so the byte order of encoded
 //! keys is the key order, and recovery can bulk-load tables straight from its sorted output.
 
-use std::borrow::Cow;
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use hash_index::HashKey;
@@ -52,6 +52,27 @@ impl fmt::Display for TableKind {
     }
 }
 
+/// A key's bytes in the log: a byte-string key's own bytes, or a `u64` key's eight big-endian
+/// bytes held inline (encoding a key allocates nothing).
+#[derive(Debug, Clone, Copy)]
+pub enum EncodedKey<'a> {
+    /// A byte-string key, borrowed.
+    Bytes(&'a [u8]),
+    /// A `u64` key's big-endian bytes.
+    Word([u8; 8]),
+}
+
+impl Deref for EncodedKey<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            EncodedKey::Bytes(bytes) => bytes,
+            EncodedKey::Word(word) => word,
+        }
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for u64 {}
@@ -68,7 +89,7 @@ pub trait TableKey: IndexKey + HashKey + sealed::Sealed {
     fn owned(query: &Self::Query) -> Self;
 
     /// The key's bytes in the log (order-preserving).
-    fn encode(query: &Self::Query) -> Cow<'_, [u8]>;
+    fn encode(query: &Self::Query) -> EncodedKey<'_>;
 
     /// The key whose encoding is `bytes`; `None` when `bytes` encode no key of this type.
     fn decode(bytes: &[u8]) -> Option<Self>;
@@ -90,8 +111,8 @@ impl TableKey for u64 {
         *query
     }
 
-    fn encode(query: &u64) -> Cow<'_, [u8]> {
-        Cow::Owned(query.to_be_bytes().to_vec())
+    fn encode(query: &u64) -> EncodedKey<'_> {
+        EncodedKey::Word(query.to_be_bytes())
     }
 
     fn decode(bytes: &[u8]) -> Option<Self> {
@@ -121,8 +142,8 @@ impl TableKey for Vec<u8> {
         query.to_vec()
     }
 
-    fn encode(query: &[u8]) -> Cow<'_, [u8]> {
-        Cow::Borrowed(query)
+    fn encode(query: &[u8]) -> EncodedKey<'_> {
+        EncodedKey::Bytes(query)
     }
 
     fn decode(bytes: &[u8]) -> Option<Self> {
@@ -153,7 +174,7 @@ mod tests {
     fn integer_encoding_preserves_order() {
         let keys = [0u64, 1, 255, 256, 1 << 40, u64::MAX];
         for pair in keys.windows(2) {
-            assert!(u64::encode(&pair[0]) < u64::encode(&pair[1]));
+            assert!(*u64::encode(&pair[0]) < *u64::encode(&pair[1]));
         }
         for key in keys {
             assert_eq!(u64::decode(&u64::encode(&key)), Some(key));

@@ -73,7 +73,7 @@ pub use batch::{BatchTable, WriteBatch};
 pub use catalog::MAX_TABLE_NAME;
 pub use db::Db;
 pub use error::{CompareAndSwapError, Error, Result};
-pub use key::{KeyType, MAX_KEY_LEN, TableKey, TableKind};
+pub use key::{EncodedKey, KeyType, MAX_KEY_LEN, TableKey, TableKind};
 pub use options::{Durability, Options};
 pub use stats::{CheckpointInfo, DbStats, IndexStats, TableStats};
 pub use table::{HashIter, HashTable, MAX_VALUE_LEN, OrderedTable, Range};
