@@ -62,6 +62,12 @@ pub enum EncodedKey<'a> {
     Word([u8; 8]),
 }
 
+impl AsRef<[u8]> for EncodedKey<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 impl Deref for EncodedKey<'_> {
     type Target = [u8];
 

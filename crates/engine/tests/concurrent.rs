@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::TempDir;
@@ -98,7 +98,7 @@ fn concurrent_clients_lose_nothing() {
                         // Batched reads of keys being written: each value found is the one
                         // its writer wrote for that key, in both tables.
                         let keys: Vec<u64> = (0..40)
-                            .map(|j| (t << 32) | ((from + j * 7) % WRITES))
+                            .map(|j| (t << 32) | (((from & 0xffff_ffff) + j * 7) % WRITES))
                             .collect();
                         own.get_many_with(&keys, |j, value| {
                             if let Some(value) = value {
@@ -279,6 +279,16 @@ fn compare_and_swap_loses_no_increment_on_disk_and_after_reopen() {
     );
 }
 
+/// Counts a thread out of `.0` when it drops, so that a panicking thread cannot leave the
+/// others waiting for it.
+struct Finished<'a>(&'a AtomicU64);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
 /// Threads increment counters while another removes them, with `remove` (which returns the
 /// count removed) and with batches conditioned on the count it read (which also write it to an
 /// audit table): no increment may be lost or counted twice, so the increments equal the counts
@@ -293,6 +303,8 @@ fn removals_race_increments(db: &Db) {
         for t in 0..WRITERS - 1 {
             let (counters, start, incrementing) = (&counters, &start, &incrementing);
             scope.spawn(move || {
+                // Counted out when the thread ends, panicking or not: the remover waits for it.
+                let _done = Finished(incrementing);
                 start.wait();
                 for i in 0..ROUNDS {
                     let counter = (t + i) % COUNTERS;
@@ -302,15 +314,21 @@ fn removals_race_increments(db: &Db) {
                         })
                         .unwrap();
                 }
-                incrementing.fetch_sub(1, Ordering::Release);
             });
         }
         start.wait();
         let (mut removed, mut batch_removed) = (0, 0);
-        // Removals go on as long as any increment does, and for two rounds of the counters at
-        // least (so both kinds of removal take counts however the threads are scheduled).
-        for i in (0..).take_while(|&i| i < 2 * COUNTERS || incrementing.load(Ordering::Acquire) > 0)
-        {
+        // Removals go on as long as any increment does, and for two rounds of the counters
+        // after the last one (so both kinds of removal take counts however the threads are
+        // scheduled).
+        let mut after = 0;
+        for i in 0.. {
+            if incrementing.load(Ordering::Acquire) == 0 {
+                if after == 2 * COUNTERS {
+                    break;
+                }
+                after += 1;
+            }
             let counter = i % COUNTERS;
             if i % 2 == 0 {
                 removed += counter_count(0, counters.remove(&counter).unwrap().as_deref());
@@ -373,37 +391,28 @@ fn removals_race_increments_on_disk() {
 /// the batch writes its own key and only requires the other's, which must be locked too, or
 /// both could pass their checks (write skew). Exactly one claim wins each round.
 fn write_skew_is_prevented(db: &Db) {
-    const ROUNDS: usize = 2_000;
+    const ROUNDS: u64 = 2_000;
     let (ordered, hash) = (
         db.ordered_table::<u64>("claims").unwrap(),
         db.hash_table::<Vec<u8>>("claims-by-name").unwrap(),
     );
-    let round = Barrier::new(2);
-    // The claims start together, released by spinning (a barrier's wake-ups lie microseconds
-    // apart, and the window between a claim's check of the other key and its writes is a few
-    // microseconds).
-    let arrived = AtomicU64::new(0);
-    let wins: Vec<usize> = std::thread::scope(|scope| {
+    // The claimers meet three times a round, released by spinning (a barrier's wake-ups lie
+    // microseconds apart, and the window between a claim's check of the other key and its
+    // writes is a few microseconds); a claimer that panics lets the other one out.
+    let (arrived, failed) = (AtomicU64::new(0), AtomicBool::new(false));
+    let wins: Vec<u64> = std::thread::scope(|scope| {
         let claimers: Vec<_> = (0..2u64)
             .map(|own| {
-                let (db, ordered, hash, round, arrived) = (db, &ordered, &hash, &round, &arrived);
+                let (db, ordered, hash) = (db, &ordered, &hash);
+                let (arrived, failed) = (&arrived, &failed);
                 scope.spawn(move || {
+                    let _flag = FailFlag(failed);
+                    let meet = |point: u64| meet(arrived, failed, point);
                     let name = format!("claim-{own}").into_bytes();
                     let other = 1 - own;
                     let mut wins = 0;
-                    for r in 1..=ROUNDS as u64 {
-                        arrived.fetch_add(1, Ordering::AcqRel);
-                        for spins in 0u32.. {
-                            if arrived.load(Ordering::Acquire) >= 2 * r {
-                                break;
-                            }
-                            // Spin while the other claimer runs; yield if it waits for a core.
-                            if spins < 10_000 {
-                                std::hint::spin_loop();
-                            } else {
-                                std::thread::yield_now();
-                            }
-                        }
+                    for r in 0..ROUNDS {
+                        meet(3 * r + 1);
                         let mut batch = WriteBatch::new();
                         batch.require(ordered, &other, None::<&[u8]>).unwrap();
                         // More conditions after the other's key: its check comes well before
@@ -418,10 +427,10 @@ fn write_skew_is_prevented(db: &Db) {
                             Err(Error::Conflict { condition: 0, .. }) => {}
                             Err(other) => panic!("{other}"),
                         }
-                        round.wait();
+                        meet(3 * r + 2);
                         assert!(ordered.len() <= 1, "both keys claimed");
                         assert_eq!(hash.len(), ordered.len(), "a batch half written");
-                        round.wait();
+                        meet(3 * r + 3);
                         ordered.remove(&own).unwrap();
                         hash.remove(&name).unwrap();
                     }
@@ -432,10 +441,39 @@ fn write_skew_is_prevented(db: &Db) {
         claimers.into_iter().map(|c| c.join().unwrap()).collect()
     });
     assert_eq!(
-        wins.iter().sum::<usize>(),
+        wins.iter().sum::<u64>(),
         ROUNDS,
         "one claim per round: {wins:?}"
     );
+}
+
+/// Sets its flag when its thread panics.
+struct FailFlag<'a>(&'a AtomicBool);
+
+impl Drop for FailFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Waits until both of two threads have reached meeting point `point` (numbered from 1),
+/// spinning while the other runs and yielding if it waits for a core; panics if the other
+/// thread panicked.
+fn meet(arrived: &AtomicU64, failed: &AtomicBool, point: u64) {
+    arrived.fetch_add(1, Ordering::AcqRel);
+    for spins in 0u32.. {
+        if arrived.load(Ordering::Acquire) >= 2 * point {
+            return;
+        }
+        assert!(!failed.load(Ordering::Acquire), "the other thread failed");
+        if spins < 10_000 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 #[test]

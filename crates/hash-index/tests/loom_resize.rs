@@ -374,4 +374,19 @@ fn batched_gets_across_a_resize() {
         );
         index.validate();
     });
+    // An update racing the batch and the resize: the batch sees the old or the new value.
+    for at in [Phase::Swapped, Phase::MidCopy] {
+        model(
+            &format!("get_many ‖ resize with an update at {at:?}"),
+            move || {
+                let index = tiny_index();
+                let gets = spawn(&index, |index| index.get_many(&[&10, &20]));
+                let old = resize_running(&index, at, |index| index.insert(10, 11));
+                assert_eq!(old, Some(1));
+                let seen = gets.join().expect("the gets finish");
+                assert!(matches!(seen[0], Some(1 | 11)), "saw {seen:?}");
+                assert_eq!(seen[1], Some(2));
+            },
+        );
+    }
 }
