@@ -44,24 +44,16 @@ impl<K: TableKey> BatchTable<K> for HashTable<K> {
     }
 }
 
-/// One write of a batch; its key and value lie in the batch's byte buffer.
-struct Write {
+/// A key of a batch with a value or none: a write (the value to put; `None`, a remove) or a
+/// condition (the value expected; `None`, absence). Key and value lie in the batch's byte
+/// buffer.
+struct Entry {
     table: u32,
     store: AnyStore,
     /// The encoded key's place in the buffer.
     key: Range<usize>,
-    /// The value's place in the buffer; `None` for a remove.
+    /// The value's place in the buffer.
     value: Option<Range<usize>>,
-}
-
-/// A condition of a batch: `key` of `table` holds `expected` (`None`: absent).
-struct Condition {
-    table: u32,
-    store: AnyStore,
-    /// The encoded key's place in the buffer.
-    key: Range<usize>,
-    /// The expected value's place in the buffer; `None` for an absent key.
-    expected: Option<Range<usize>>,
 }
 
 /// Puts and removes over any tables of one database, applied by [`crate::Db::write`] and
@@ -83,8 +75,8 @@ struct Condition {
 #[derive(Default)]
 pub struct WriteBatch {
     db: Option<u64>,
-    writes: Vec<Write>,
-    conditions: Vec<Condition>,
+    writes: Vec<Entry>,
+    conditions: Vec<Entry>,
     /// Every write's and condition's encoded key and value, back to back (one allocation for
     /// the batch).
     bytes: Vec<u8>,
@@ -167,18 +159,8 @@ impl WriteBatch {
         K: TableKey,
         Q: std::borrow::Borrow<K::Query> + ?Sized,
     {
-        let key = key.borrow();
-        let expected = expected.as_ref().map(AsRef::as_ref);
-        check_sizes(K::encoded_len(key), expected.map_or(0, <[u8]>::len))?;
-        let (id, store) = self.join::<K>(table)?;
-        let key = self.append(&K::encode(key));
-        let expected = expected.map(|value| self.append(value));
-        self.conditions.push(Condition {
-            table: id,
-            store,
-            key,
-            expected,
-        });
+        let condition = self.entry(table, key.borrow(), expected.as_ref().map(AsRef::as_ref))?;
+        self.conditions.push(condition);
         Ok(())
     }
 
@@ -198,28 +180,32 @@ impl WriteBatch {
         key: &K::Query,
         value: Option<&[u8]>,
     ) -> Result<()> {
-        check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
-        let (id, store) = self.join::<K>(table)?;
-        let key = self.append(&K::encode(key));
-        let value = value.map(|value| self.append(value));
-        self.writes.push(Write {
-            table: id,
-            store,
-            key,
-            value,
-        });
+        let write = self.entry(table, key, value)?;
+        self.writes.push(write);
         Ok(())
     }
 
-    /// The id and store of `table`, which must belong to the database of the batch's other
+    /// The entry of `key` in `table` with `value`, its bytes appended to the buffer, once the
+    /// sizes are within the limits and `table` belongs to the database of the batch's other
     /// tables.
-    fn join<K: TableKey>(&mut self, table: &impl BatchTable<K>) -> Result<(u32, AnyStore)> {
+    fn entry<K: TableKey>(
+        &mut self,
+        table: &impl BatchTable<K>,
+        key: &K::Query,
+        value: Option<&[u8]>,
+    ) -> Result<Entry> {
+        check_sizes(K::encoded_len(key), value.map_or(0, <[u8]>::len))?;
         let (db, id, store) = table.batch_parts();
         if self.db.is_some_and(|own| own != db) {
             return Err(Error::ForeignTable);
         }
         self.db = Some(db);
-        Ok((id, store))
+        Ok(Entry {
+            table: id,
+            store,
+            key: self.append(&K::encode(key)),
+            value: value.map(|value| self.append(value)),
+        })
     }
 
     /// Appends `bytes` to the buffer; their place there.
@@ -229,14 +215,14 @@ impl WriteBatch {
         start..self.bytes.len()
     }
 
-    /// The encoded key of `write`.
-    fn key(&self, write: &Write) -> &[u8] {
-        &self.bytes[write.key.clone()]
+    /// The encoded key of `entry`.
+    fn key(&self, entry: &Entry) -> &[u8] {
+        &self.bytes[entry.key.clone()]
     }
 
-    /// The value of `write`; `None` for a remove.
-    fn value(&self, write: &Write) -> Option<&[u8]> {
-        write.value.clone().map(|value| &self.bytes[value])
+    /// The value of `entry`; `None` for a remove or an absence.
+    fn value(&self, entry: &Entry) -> Option<&[u8]> {
+        entry.value.clone().map(|value| &self.bytes[value])
     }
 
     /// The first condition that does not hold now, as the error that reports it.
@@ -245,10 +231,7 @@ impl WriteBatch {
             .iter()
             .enumerate()
             .find_map(|(condition, c)| {
-                let expected = c.expected.clone().map(|range| &self.bytes[range]);
-                let current = c
-                    .store
-                    .mismatch_encoded(&self.bytes[c.key.clone()], expected)?;
+                let current = c.store.mismatch_encoded(self.key(c), self.value(c))?;
                 Some(Error::Conflict { condition, current })
             })
     }
@@ -294,7 +277,7 @@ impl WriteBatch {
         let required: Vec<(u32, &[u8])> = self
             .conditions
             .iter()
-            .map(|c| (c.table, &self.bytes[c.key.clone()]))
+            .map(|c| (c.table, self.key(c)))
             .collect();
         let logged = match &db.wal {
             None if required.is_empty() => {
