@@ -235,15 +235,7 @@ fn worker<K: StressKey>(
                     let invoke = now();
                     let results = index.get_many(&queries);
                     let response = now();
-                    for (&key, result) in picked.iter().zip(results) {
-                        events.push(Event {
-                            key,
-                            invoke,
-                            response,
-                            kind,
-                            result,
-                        });
-                    }
+                    events.extend(Event::batched_gets(&picked, invoke, response, results));
                     continue;
                 }
                 let invoke = now();

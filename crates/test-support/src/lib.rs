@@ -89,6 +89,26 @@ pub struct Event {
     pub result: Option<u64>,
 }
 
+impl Event {
+    /// The events of one batched read that ran from `invoke` to `response`: a get of each of
+    /// `keys` (indices into the caller's set) returning its entry of `results`, each spanning
+    /// the whole call (a batch promises each key's value at some moment of it, not a snapshot).
+    pub fn batched_gets(
+        keys: &[usize],
+        invoke: u64,
+        response: u64,
+        results: Vec<Option<u64>>,
+    ) -> impl Iterator<Item = Event> + '_ {
+        keys.iter().zip(results).map(move |(&key, result)| Event {
+            key,
+            invoke,
+            response,
+            kind: Kind::Get,
+            result,
+        })
+    }
+}
+
 /// The most operations [`linearizable`] checks in one history.
 pub const MAX_OPERATIONS: usize = 128;
 
