@@ -280,14 +280,6 @@ impl WriteBatch {
             .map(|c| (c.table, self.key(c)))
             .collect();
         let logged = match &db.wal {
-            None if required.is_empty() => {
-                for i in 0..self.writes.len() {
-                    let write = &self.writes[i];
-                    let _key = db.lock_memory_key(write.table, self.key(write));
-                    apply(i);
-                }
-                Ok(())
-            }
             None => {
                 let written = self.writes.iter().map(|w| (w.table, self.key(w)));
                 let _keys = db.lock_memory_keys(written.chain(required.iter().copied()));

@@ -250,13 +250,8 @@ impl DbInner {
         }
     }
 
-    /// Locks `key` of `table` for a batch's write in a database without a log (a logged
-    /// batch takes the log's key locks).
-    pub(crate) fn lock_memory_key(&self, table: u32, key: &[u8]) -> MutexGuard<'_, ()> {
-        self.memory_locks.lock(table, key)
-    }
-
-    /// Locks `keys` together for a conditional batch in a database without a log.
+    /// Locks `keys` together for a batch in a database without a log (a logged batch takes
+    /// the log's key locks).
     pub(crate) fn lock_memory_keys<'k>(
         &self,
         keys: impl IntoIterator<Item = (u32, &'k [u8])>,
