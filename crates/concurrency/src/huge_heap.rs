@@ -15,7 +15,9 @@
 //! smallest free extent that fits (best fit) and returns the rest. Regions are never unmapped:
 //! memory freed here is reused here, never returned to the system, like most allocators' arenas.
 //! A mutex serialises the heap; its users allocate when they build an array (a bulk load, a
-//! compaction), never on the operations' paths.
+//! compaction), never on the operations' paths. Each allocation has the
+//! [`prefault`](crate::prefault) thread populate up to [`POPULATE_AHEAD`] bytes of its region
+//! beyond it, so a growing user mostly writes pages that are already there.
 
 use std::alloc::Layout;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +34,9 @@ pub const GRANULE: usize = 64;
 /// rounded up to huge pages).
 pub const REGION: usize = 64 << 20;
 
+/// How far beyond an allocation's end the heap has its region populated ahead of use.
+pub const POPULATE_AHEAD: usize = 4 * HUGE_PAGE;
+
 /// A heap of extents in huge-page regions. See the module comment.
 pub struct HugeHeap {
     free: Mutex<Extents>,
@@ -44,10 +49,24 @@ struct Extents {
     by_start: BTreeMap<usize, usize>,
     /// (length, start), for best fit.
     by_len: BTreeSet<(usize, usize)>,
-    /// The regions mapped from the system, `(start, length)`.
-    regions: Vec<(usize, usize)>,
+    /// The regions mapped from the system.
+    regions: Vec<Region>,
     /// Bytes handed out and not freed (whole granules).
     allocated: usize,
+}
+
+/// A region mapped from the system.
+struct Region {
+    start: usize,
+    len: usize,
+    /// The end of the part of the region handed to the prefault thread so far.
+    populated: usize,
+}
+
+impl Region {
+    fn contains(&self, address: usize) -> bool {
+        (self.start..self.start + self.len).contains(&address)
+    }
 }
 
 impl Extents {
@@ -78,6 +97,26 @@ impl Extents {
             len += after_len;
         }
         self.insert(start, len);
+    }
+
+    /// Has the region that holds the allocation ending at `end` populated at least
+    /// [`POPULATE_AHEAD`] bytes beyond it (whole huge pages, within the region), unless it was
+    /// asked already.
+    fn populate_beyond(&mut self, end: usize) {
+        let Some(region) = self.regions.iter_mut().find(|r| r.contains(end - 1)) else {
+            return;
+        };
+        let target = (end + POPULATE_AHEAD)
+            .next_multiple_of(HUGE_PAGE)
+            .min(region.start + region.len);
+        if target <= region.populated {
+            return;
+        }
+        let from = region.populated.max(end - end % HUGE_PAGE);
+        region.populated = target;
+        if from < target {
+            crate::prefault::populate(from..target);
+        }
     }
 
     fn insert(&mut self, start: usize, len: usize) {
@@ -123,12 +162,17 @@ impl HugeHeap {
             None => {
                 let len = size.max(REGION).checked_next_multiple_of(HUGE_PAGE)?;
                 let region = map_region(len)?;
-                free.regions.push((region, len));
+                free.regions.push(Region {
+                    start: region,
+                    len,
+                    populated: region,
+                });
                 free.give(region, len);
                 free.take(size)?
             }
         };
         free.allocated += size;
+        free.populate_beyond(start + size);
         NonNull::new(start as *mut u8)
     }
 
@@ -147,7 +191,7 @@ impl HugeHeap {
 
     /// Bytes mapped from the system so far (the heap's footprint; it never shrinks).
     pub fn mapped(&self) -> usize {
-        self.free.lock().regions.iter().map(|&(_, len)| len).sum()
+        self.free.lock().regions.iter().map(|r| r.len).sum()
     }
 
     /// Bytes allocated and not freed, in whole granules: what the heap's users hold, as a
@@ -161,11 +205,7 @@ impl HugeHeap {
     /// from this heap).
     pub fn contains(&self, ptr: *const u8) -> bool {
         let address = ptr as usize;
-        self.free
-            .lock()
-            .regions
-            .iter()
-            .any(|&(start, len)| (start..start + len).contains(&address))
+        self.free.lock().regions.iter().any(|r| r.contains(address))
     }
 }
 
@@ -285,6 +325,59 @@ mod tests {
     }
 
     #[test]
+    fn allocations_have_their_region_populated_ahead_once() {
+        let heap = HugeHeap::new();
+        let populated = || {
+            let free = heap.free.lock();
+            free.regions
+                .iter()
+                .map(|r| (r.start, r.populated))
+                .collect::<Vec<_>>()
+        };
+        let small = Layout::from_size_align(100, 8).expect("a valid layout");
+        let first = heap.alloc(small).expect("memory");
+        let [(start, ahead)] = populated()[..] else {
+            panic!("one region is mapped")
+        };
+        assert_eq!(first.as_ptr() as usize, start);
+        assert_eq!(ahead, start + POPULATE_AHEAD + HUGE_PAGE);
+        // Allocations within what was asked for ask nothing more.
+        let second = heap.alloc(small).expect("memory");
+        assert_eq!(populated(), [(start, ahead)]);
+        // One that reaches past it moves the mark, never past the region's end.
+        let most = Layout::from_size_align(REGION - 2 * HUGE_PAGE, 8).expect("a valid layout");
+        let rest = heap.alloc(most).expect("memory");
+        assert_eq!(populated(), [(start, start + REGION)]);
+        // SAFETY: each block came from this heap with its layout and is freed once.
+        unsafe {
+            heap.dealloc(first, small);
+            heap.dealloc(second, small);
+            heap.dealloc(rest, most);
+        }
+    }
+
+    #[test]
+    fn populating_pages_keeps_their_bytes() {
+        let heap = HugeHeap::new();
+        let layout = Layout::from_size_align(3 * HUGE_PAGE / 2, 8).expect("a valid layout");
+        let block = heap.alloc(layout).expect("memory");
+        let start = block.as_ptr() as usize;
+        // SAFETY: the block is this test's, `layout.size()` bytes long.
+        unsafe { block.as_ptr().write_bytes(0xa5, HUGE_PAGE / 2) };
+        crate::prefault::populate_now(start..start + layout.size());
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr(), layout.size()) };
+        let (written, fresh) = bytes.split_at(HUGE_PAGE / 2);
+        assert!(
+            written.iter().all(|&b| b == 0xa5),
+            "populating changed bytes"
+        );
+        assert!(fresh.iter().all(|&b| b == 0), "fresh pages are not zero");
+        // SAFETY: the block came from this heap with this layout and is freed once.
+        unsafe { heap.dealloc(block, layout) };
+    }
+
+    #[test]
     fn unserved_layouts_are_refused() {
         let heap = HugeHeap::new();
         assert!(
@@ -329,7 +422,7 @@ mod tests {
             prop_assert_eq!(free.allocated, 0);
             prop_assert_eq!(
                 free.by_start.values().sum::<usize>(),
-                free.regions.iter().map(|&(_, len)| len).sum::<usize>()
+                free.regions.iter().map(|r| r.len).sum::<usize>()
             );
             prop_assert_eq!(free.by_start.len(), free.by_len.len());
         }

@@ -23,7 +23,8 @@
 //!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
 //!   buckets), so random lookups do not also miss the TLB; smaller ones, and single nodes
-//!   (`into_raw`), come from `huge_heap`, a heap of huge-page regions (Linux only).
+//!   (`into_raw`), come from `huge_heap`, a heap of huge-page regions (Linux only), which has
+//!   `prefault`'s thread populate the pages just beyond what it has handed out.
 //! - [`block_pool`]: small blocks in size classes carved from `huge_heap`, for objects readers
 //!   reach at random through a pointer (the engine's out-of-line values; Linux only).
 //! - [`prefetch`]: cache-line prefetch hints for the lines a lookup is about to probe.
@@ -42,6 +43,8 @@ pub mod grace_period;
 pub mod huge_heap;
 pub mod large_array;
 pub mod node_lock;
+#[cfg(all(target_os = "linux", not(loom)))]
+mod prefault;
 pub mod prefetch;
 pub mod record_cell;
 pub mod record_lock;
