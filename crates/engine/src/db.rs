@@ -32,7 +32,7 @@ use crate::value;
 const LOCK_FILE: &str = "LOCK";
 
 /// Key-lock stripes of a database without a log (as many as the log's default).
-const MEMORY_KEY_LOCKS: usize = 4096;
+const MEMORY_KEY_LOCKS: usize = 1 << 16;
 
 /// Tells databases apart, so a batch cannot name another database's table.
 static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);

@@ -51,12 +51,25 @@ impl GroupCommit {
     /// Asks for a round that starts after this call and blocks until it has finished. Errors
     /// with the failure message when that round (or any earlier one) failed.
     pub fn request_and_wait(&self) -> Result<(), String> {
+        self.wait(self.request())
+    }
+
+    /// Asks for a round that starts after this call, without waiting for it: returns the
+    /// round to [`wait`](Self::wait) for.
+    pub fn request(&self) -> u64 {
         let mut state = self.state.lock();
         let target = state.started + 1;
         if state.requested < target {
             state.requested = target;
             self.committer.notify_one();
         }
+        target
+    }
+
+    /// Blocks until round `target` has finished. Errors with the failure message when it (or
+    /// any earlier round) failed.
+    pub fn wait(&self, target: u64) -> Result<(), String> {
+        let mut state = self.state.lock();
         loop {
             if let Some(message) = &state.failed {
                 return Err(message.clone());

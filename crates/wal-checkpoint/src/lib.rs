@@ -10,8 +10,11 @@
 //! restores the older value (digest §3.19's bug risk). Here the log serializes writers of a key
 //! itself, with a striped key lock: a write locks its lane, then its key's stripe, takes the
 //! timestamp, runs the caller's index write (`apply`), unlocks the stripe and appends the
-//! record. Timestamp order is therefore the order in which writes to a key were applied, and
-//! replay in timestamp order ends with the last one.
+//! record. A batch locks the stripes of all its keys at once, stamps its ops, appends its
+//! record and only then applies the ops, so that the group commit syncs the record while the
+//! index is written; it unlocks the stripes after its last op. Either way a key's stripe is held
+//! from its stamp to its index write: timestamp order is the order in which writes to a key
+//! were applied, and replay in timestamp order ends with the last one.
 //!
 //! The same locks replace the paper's `rcu_barrier` in checkpoints: after stamping `t_begin`,
 //! the checkpoint takes and releases every stripe, so every write stamped before `t_begin` has

@@ -54,7 +54,8 @@ pub struct Options {
     /// A writer writes its lane's buffer to the file itself (no fsync) past this size.
     /// Default 1 MiB.
     pub buffer_bytes: usize,
-    /// Key-lock stripes, in `1..=2^20` (rounded up to a power of two). Default 4096.
+    /// Key-lock stripes, in `1..=2^20` (rounded up to a power of two). Default 65,536: a batch
+    /// holds the stripes of all its keys while it applies them.
     pub stripes: usize,
     /// The period of the background checkpointer ([`Wal::start_checkpointer`]); `None`
     /// disables it. Default 30 s.
@@ -73,7 +74,7 @@ impl Default for Options {
             lanes: std::thread::available_parallelism().map_or(2, |n| n.get()),
             segment_bytes: 64 << 20,
             buffer_bytes: 1 << 20,
-            stripes: 4096,
+            stripes: 1 << 16,
             checkpoint_interval: Some(Duration::from_secs(30)),
             tolerate_corruption: false,
             faults: None,
@@ -330,9 +331,13 @@ impl Wal {
         self.shared.write_if(table, key, value, check, apply)
     }
 
-    /// Logs `ops` as one record, replayed all or nothing by recovery. Each op is stamped and
-    /// applied (`apply(op)`) under its own key lock, in order; the batch commits at its last
-    /// stamp. Concurrent readers may see a batch half applied; a crash never leaves it so.
+    /// Logs `ops` as one record, replayed all or nothing by recovery. The keys of all ops are
+    /// locked together (as [`Wal::batch_if`] does), the ops stamped in order and their record
+    /// appended; then each op is applied (`apply(op)`) in order, the locks still held, while
+    /// the group commit writes and syncs the record (under [`Durability::Immediate`]); the
+    /// call returns once both are done. The batch commits at its last stamp. Concurrent
+    /// readers may see a batch half applied; a crash never leaves it so. An error from the
+    /// append (an I/O failure) returns before any op is applied.
     pub fn batch<R>(
         &self,
         ops: &[BatchOp<'_>],
@@ -343,9 +348,9 @@ impl Wal {
 
     /// A conditional batch: the key locks of every op and of every key in `guarded` are taken
     /// together first, then `check` runs; when it returns `false`, nothing is stamped, applied
-    /// or logged, and the call returns `Ok(None)`. Otherwise the ops are stamped and applied in
-    /// order with every lock still held, and logged as one record as [`Wal::batch`] logs them
-    /// (nothing is logged for an empty `ops`). So nothing writes any of those keys between
+    /// or logged, and the call returns `Ok(None)`. Otherwise the ops are stamped, logged and
+    /// applied as [`Wal::batch`] does, every lock held until the last op is applied (nothing
+    /// is logged for an empty `ops`). So nothing writes any of those keys between
     /// `check` and the last op. `check` and `apply` must not call back into the log, as for
     /// [`Wal::write_if`].
     pub fn batch_if<R>(
@@ -523,46 +528,36 @@ impl Shared {
         drop(stripe);
         format::encode_single(&mut buf.bytes, ts, table, key, value);
         buf.appended_data(ts);
-        self.after_append(lane, buf)?;
+        let round = self.after_append(lane, buf)?;
+        self.wait_for(round)?;
         Ok(Some(result))
     }
 
     fn batch<R>(
         &self,
         ops: &[BatchOp<'_>],
-        mut apply: impl FnMut(&BatchOp<'_>) -> R,
+        apply: impl FnMut(&BatchOp<'_>) -> R,
     ) -> Result<Vec<R>> {
-        self.check()?;
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        check_frame(format::batch_len(ops), ops.len())?;
-        let lane = self.lane();
-        let buf = lane.buf.lock();
-        let mut stamps = Vec::with_capacity(ops.len());
-        let mut results = Vec::with_capacity(ops.len());
-        for op in ops {
-            let (table, key) = op.target();
-            let stripe = self.locks.lock(table, key);
-            stamps.push(self.tick());
-            results.push(apply(op));
-            drop(stripe);
-        }
-        self.append_batch(lane, buf, ops, &stamps)?;
-        Ok(results)
+        self.batch_if(ops, &[], || true, apply)
+            .map(|applied| applied.expect("an unconditional batch is applied"))
     }
 
+    /// A batch locks every key it writes or guards, stamps its ops, appends its record and
+    /// has a commit round requested before it applies a single op: the committer writes and
+    /// syncs the record while this thread applies the ops. Each key stays locked from its
+    /// stamp to its index write, as checkpoints and replay need (crate docs), and nothing is
+    /// applied when the append fails.
     fn batch_if<R>(
         &self,
         ops: &[BatchOp<'_>],
         guarded: &[(u32, &[u8])],
         check: impl FnOnce() -> bool,
-        mut apply: impl FnMut(&BatchOp<'_>) -> R,
+        apply: impl FnMut(&BatchOp<'_>) -> R,
     ) -> Result<Option<Vec<R>>> {
         self.check()?;
         check_frame(format::batch_len(ops), ops.len())?;
         let lane = self.lane();
-        let buf = lane.buf.lock();
+        let mut buf = lane.buf.lock();
         let keys = self.locks.lock_all(
             ops.iter()
                 .map(BatchOp::target)
@@ -574,36 +569,26 @@ impl Shared {
         if ops.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let mut stamps = Vec::with_capacity(ops.len());
-        let mut results = Vec::with_capacity(ops.len());
-        for op in ops {
-            stamps.push(self.tick());
-            results.push(apply(op));
-        }
+        let first = self.clock.fetch_add(ops.len() as u64, Ordering::SeqCst) + 1;
+        let stamps: Vec<u64> = (first..first + ops.len() as u64).collect();
+        format::encode_batch(&mut buf.bytes, ops, &stamps);
+        buf.appended_data(first + ops.len() as u64 - 1);
+        let round = self.after_append(lane, buf)?;
+        let results = ops.iter().map(apply).collect();
         drop(keys);
-        self.append_batch(lane, buf, ops, &stamps)?;
+        self.wait_for(round)?;
         Ok(Some(results))
     }
 
-    /// Appends the record of a non-empty batch stamped `stamps` to `lane`, whose buffer `buf`
-    /// the caller holds, then as [`Shared::after_append`].
-    fn append_batch(
+    /// After a record is appended (lane still locked): write a full buffer out, then, when
+    /// writes are durable at once, request a commit round and return it for
+    /// [`Shared::wait_for`]. A writer does not wait for a file the committer holds (it may be
+    /// in an fsync): the buffer grows instead, up to eight times its size.
+    fn after_append(
         &self,
         lane: &Lane,
-        mut buf: parking_lot::MutexGuard<'_, LaneBuf>,
-        ops: &[BatchOp<'_>],
-        stamps: &[u64],
-    ) -> Result<()> {
-        format::encode_batch(&mut buf.bytes, ops, stamps);
-        let last = *stamps.last().expect("the batch is not empty");
-        buf.appended_data(last);
-        self.after_append(lane, buf)
-    }
-
-    /// After a record is appended (lane still locked): write a full buffer out, then wait for
-    /// durability as the options say. A writer does not wait for a file the committer holds
-    /// (it may be in an fsync): the buffer grows instead, up to eight times its size.
-    fn after_append(&self, lane: &Lane, buf: parking_lot::MutexGuard<'_, LaneBuf>) -> Result<()> {
+        buf: parking_lot::MutexGuard<'_, LaneBuf>,
+    ) -> Result<Option<u64>> {
         let len = buf.bytes.len();
         let file = if len < self.options.buffer_bytes {
             None
@@ -630,10 +615,15 @@ impl Shared {
         } else {
             drop(buf);
         }
-        if self.options.durability == Durability::Immediate {
-            self.sync()?;
+        Ok((self.options.durability == Durability::Immediate).then(|| self.commit.request()))
+    }
+
+    /// Waits for the commit round [`Shared::after_append`] requested, if it requested one.
+    fn wait_for(&self, round: Option<u64>) -> Result<()> {
+        match round {
+            Some(round) => self.commit.wait(round).map_err(Error::Failed),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn sync(&self) -> Result<()> {

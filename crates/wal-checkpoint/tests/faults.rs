@@ -1,5 +1,6 @@
 //! Injected I/O failures: a failing write, a failing fsync, a full disk. The error reaches the
-//! writer, later calls fail, and a reopen recovers a prefix holding every acknowledged write.
+//! writer, later calls fail, and a reopen recovers a prefix holding every acknowledged write; a
+//! batch whose record cannot be written applies none of its ops.
 
 mod common;
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Model, TempDir, options, state};
-use wal_checkpoint::{Durability, Error, FaultPlan, Options, Wal};
+use wal_checkpoint::{BatchOp, Durability, Error, FaultPlan, Options, Wal};
 
 fn model(k: u64) -> Model {
     (0..k)
@@ -160,4 +161,33 @@ fn a_failed_checkpoint_leaves_the_log_working() {
     let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
     assert_eq!(state(&recovery), model(11));
     assert!(!dir.path().join("checkpoint.tmp").exists());
+}
+
+#[test]
+fn a_batch_whose_append_fails_applies_nothing() {
+    let dir = TempDir::new("batch-fault");
+    let plan = Arc::new(FaultPlan::new());
+    // Tiny buffers: the batch's own append writes its record out, and that write fails.
+    let opts = Options {
+        faults: Some(Arc::clone(&plan)),
+        buffer_bytes: 1,
+        ..options(1, Durability::Immediate)
+    };
+    let (wal, _) = Wal::open(dir.path(), opts).expect("open");
+    let keys: Vec<[u8; 8]> = (0..3u64).map(u64::to_be_bytes).collect();
+    let ops: Vec<BatchOp<'_>> = keys
+        .iter()
+        .map(|key| BatchOp::Put {
+            table: 0,
+            key,
+            value: b"v",
+        })
+        .collect();
+    let mut applied = 0;
+    wal.batch(&ops, |_| applied += 1).expect("a batch");
+    assert_eq!(applied, 3);
+    plan.fail_write_after(1);
+    let failed = wal.batch(&ops, |_| applied += 1);
+    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+    assert_eq!(applied, 3, "a batch that was not logged applied ops");
 }
