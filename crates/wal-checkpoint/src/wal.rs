@@ -439,7 +439,14 @@ impl Wal {
         if joined.is_err() && !std::thread::panicking() {
             panic!("the wal-commit thread panicked");
         }
-        synced
+        synced?;
+        for lane in &self.shared.lanes {
+            lane.file
+                .lock()
+                .trim()
+                .map_err(|(path, e)| Error::io(path, e))?;
+        }
+        Ok(())
     }
 }
 

@@ -8,12 +8,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{Model, TempDir, checkpoints, options, segments, state};
-use wal_checkpoint::{Durability, Error, Options, Wal};
+use wal_checkpoint::{Durability, Error, Options, Wal, recover_read_only};
 
 const HEARTBEAT_FRAME: u64 = 17;
 
 /// Writes `n` puts with Immediate durability on one lane; returns the single segment's bytes and
-/// the file length after each put (each put is followed by its round's heartbeat).
+/// the length of its frames after each put (each put is followed by its round's heartbeat).
+/// The open segment is extended ahead of its frames: its frames end where a read-only
+/// recovery finds the zeros after them.
 fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
     let (wal, _) = Wal::open(dir, options(1, Durability::Immediate)).expect("open");
     let seg = segments(dir)[0].clone();
@@ -21,7 +23,12 @@ fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
     for i in 0..n {
         wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ())
             .expect("put");
-        offsets.push(fs::metadata(&seg).expect("segment").len());
+        let size = fs::metadata(&seg).expect("segment").len();
+        let zeros = recover_read_only(dir, &options(1, Durability::None))
+            .expect("read-only recovery")
+            .stats
+            .truncated_bytes;
+        offsets.push(size - zeros);
     }
     wal.close().expect("close");
     let bytes = fs::read(&seg).expect("read");
@@ -337,4 +344,44 @@ fn copy_dir(from: &Path, to: &Path) {
             fs::copy(entry.path(), target).expect("copy");
         }
     }
+}
+
+#[test]
+fn extended_segments_end_with_their_last_frame_once_closed_and_recover_after_a_crash() {
+    let dir = TempDir::new("extended");
+    let opts = Options {
+        segment_bytes: 2048,
+        ..options(1, Durability::Immediate)
+    };
+    let (wal, _) = Wal::open(dir.path(), opts.clone()).expect("open");
+    for i in 0..200u64 {
+        wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ())
+            .expect("put");
+    }
+    let files = segments(dir.path());
+    assert!(files.len() > 3, "tiny segments rotate ({})", files.len());
+    let zeros = recover_read_only(dir.path(), &opts)
+        .expect("read-only recovery")
+        .stats
+        .truncated_bytes;
+    assert!(
+        zeros > 0,
+        "the open segment is extended ahead of its frames"
+    );
+    let open = fs::read(files.last().expect("a segment")).expect("read");
+    assert!(open.ends_with(&vec![0; zeros as usize]));
+    // Rotation cut the closed segments' extensions (a closed segment ending in zeros would
+    // be corrupt); the crashed segment's zeros are a torn tail.
+    wal.simulate_crash();
+    let (wal, recovery) = Wal::open(dir.path(), opts.clone()).expect("recover");
+    assert_eq!(state(&recovery), model(200));
+    wal.put(0, &200u64.to_be_bytes(), &[200; 3], || ())
+        .expect("put");
+    wal.close().expect("close");
+    let closed = recover_read_only(dir.path(), &opts).expect("read-only recovery");
+    assert_eq!(
+        closed.stats.truncated_bytes, 0,
+        "a clean close cuts the zeros"
+    );
+    assert_eq!(state(&closed), model(201));
 }
