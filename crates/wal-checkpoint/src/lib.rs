@@ -41,7 +41,7 @@ mod wal;
 
 pub use checkpoint::CheckpointWriter;
 #[doc(hidden)]
-pub use commit::GroupCommit;
+pub use commit::{GroupCommit, Turn};
 pub use error::{Error, Result};
 pub use faults::FaultPlan;
 pub use format::BatchOp;

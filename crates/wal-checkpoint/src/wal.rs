@@ -14,7 +14,7 @@ use concurrency::workers::Workers;
 use parking_lot::Mutex;
 
 use crate::checkpoint::{self, CheckpointWriter};
-use crate::commit::GroupCommit;
+use crate::commit::{GroupCommit, Turn};
 use crate::error::{Error, Result};
 use crate::faults::{self, FaultPlan};
 use crate::format::{self, BatchOp, MAX_PAYLOAD};
@@ -275,8 +275,7 @@ impl Wal {
                 .name("wal-commit".into())
                 .spawn(move || {
                     while let Some(round) = shared.commit.next_round(period) {
-                        let outcome = shared.round().map_err(|e| e.to_string());
-                        shared.commit.finish_round(round, outcome);
+                        shared.run_round(round);
                     }
                 })
                 .map_err(|e| Error::io(wal_dir, e))?
@@ -535,8 +534,8 @@ impl Shared {
         drop(stripe);
         format::encode_single(&mut buf.bytes, ts, table, key, value);
         buf.appended_data(ts);
-        let round = self.after_append(lane, buf)?;
-        self.wait_for(round)?;
+        let turn = self.after_append(lane, buf, true)?;
+        self.wait_for(turn)?;
         Ok(Some(result))
     }
 
@@ -580,22 +579,25 @@ impl Shared {
         let stamps: Vec<u64> = (first..first + ops.len() as u64).collect();
         format::encode_batch(&mut buf.bytes, ops, &stamps);
         buf.appended_data(first + ops.len() as u64 - 1);
-        let round = self.after_append(lane, buf)?;
+        let turn = self.after_append(lane, buf, false)?;
         let results = ops.iter().map(apply).collect();
         drop(keys);
-        self.wait_for(round)?;
+        self.wait_for(turn)?;
         Ok(Some(results))
     }
 
     /// After a record is appended (lane still locked): write a full buffer out, then, when
     /// writes are durable at once, request a commit round and return it for
-    /// [`Shared::wait_for`]. A writer does not wait for a file the committer holds (it may be
-    /// in an fsync): the buffer grows instead, up to eight times its size.
+    /// [`Shared::wait_for`]; with `lead`, a round the writer runs itself when none is running
+    /// (a batch does not: the committer's round overlaps its index writes). A writer does not
+    /// wait for a file the committer holds (it may be in an fsync): the buffer grows instead,
+    /// up to eight times its size.
     fn after_append(
         &self,
         lane: &Lane,
         buf: parking_lot::MutexGuard<'_, LaneBuf>,
-    ) -> Result<Option<u64>> {
+        lead: bool,
+    ) -> Result<Option<Turn>> {
         let len = buf.bytes.len();
         let file = if len < self.options.buffer_bytes {
             None
@@ -622,19 +624,37 @@ impl Shared {
         } else {
             drop(buf);
         }
-        Ok((self.options.durability == Durability::Immediate).then(|| self.commit.request()))
+        if self.options.durability != Durability::Immediate {
+            return Ok(None);
+        }
+        Ok(Some(if lead {
+            self.commit.request_or_lead()
+        } else {
+            Turn::Wait(self.commit.request())
+        }))
     }
 
-    /// Waits for the commit round [`Shared::after_append`] requested, if it requested one.
-    fn wait_for(&self, round: Option<u64>) -> Result<()> {
-        match round {
-            Some(round) => self.commit.wait(round).map_err(Error::Failed),
-            None => Ok(()),
-        }
+    /// Runs the round the caller leads, or waits for the committer's, if there is one.
+    fn wait_for(&self, turn: Option<Turn>) -> Result<()> {
+        let round = match turn {
+            None => return Ok(()),
+            Some(Turn::Lead(round)) => {
+                self.run_round(round);
+                round
+            }
+            Some(Turn::Wait(round)) => round,
+        };
+        self.commit.wait(round).map_err(Error::Failed)
+    }
+
+    /// Runs commit round `round` (on the committer or a writer leading it) and reports it.
+    fn run_round(&self, round: u64) {
+        let outcome = self.round().map_err(|e| e.to_string());
+        self.commit.finish_round(round, outcome);
     }
 
     fn sync(&self) -> Result<()> {
-        self.commit.request_and_wait().map_err(Error::Failed)
+        self.wait_for(Some(self.commit.request_or_lead()))
     }
 
     /// One group-commit round: heartbeats so every lane ends at or above the round's stamp,

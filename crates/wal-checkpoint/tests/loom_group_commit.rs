@@ -2,11 +2,12 @@
 //! request a round; the committer drains every lane to "disk" and wakes them. A writer whose
 //! wait returned finds its record on disk (an `Immediate` write is never acknowledged before
 //! its round), and rounds shared by concurrent writers cover all of them; one writer requests
-//! its round and waits for it later, as a batch does around applying its ops.
+//! its round and waits for it later, as a batch does around applying its ops, the other runs
+//! the round itself when none is running, as a single write does.
 #![cfg(loom)]
 
 use concurrency::sync::{Arc, Mutex, thread};
-use wal_checkpoint::GroupCommit;
+use wal_checkpoint::{GroupCommit, Turn};
 
 struct Log {
     commit: GroupCommit,
@@ -14,14 +15,19 @@ struct Log {
     disk: Mutex<Vec<u32>>,
 }
 
+/// Drains every lane to "disk" and reports `round` (the committer's work, or a leader's).
+fn run_round(log: &Log, round: u64) {
+    for lane in &log.lanes {
+        let drained: Vec<u32> = std::mem::take(&mut *lane.lock());
+        log.disk.lock().extend(drained);
+    }
+    log.commit.finish_round(round, Ok(()));
+}
+
 fn committer(log: Arc<Log>) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         while let Some(round) = log.commit.next_round(None) {
-            for lane in &log.lanes {
-                let drained: Vec<u32> = std::mem::take(&mut *lane.lock());
-                log.disk.lock().extend(drained);
-            }
-            log.commit.finish_round(round, Ok(()));
+            run_round(&log, round);
         }
     })
 }
@@ -41,7 +47,15 @@ fn an_acknowledged_write_is_on_disk() {
                 thread::spawn(move || {
                     log.lanes[id as usize].lock().push(id);
                     if id == 0 {
-                        log.commit.request_and_wait().expect("no failure");
+                        // A single write: it runs the round itself when none is running.
+                        let round = match log.commit.request_or_lead() {
+                            Turn::Lead(round) => {
+                                run_round(&log, round);
+                                round
+                            }
+                            Turn::Wait(round) => round,
+                        };
+                        log.commit.wait(round).expect("no failure");
                     } else {
                         // A batch requests its round, applies its ops, then waits.
                         let round = log.commit.request();
