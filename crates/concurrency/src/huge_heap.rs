@@ -16,7 +16,7 @@
 //! memory freed here is reused here, never returned to the system, like most allocators' arenas.
 //! A mutex serialises the heap; its users allocate when they build an array (a bulk load, a
 //! compaction), never on the operations' paths. Each allocation has the
-//! [`prefault`](crate::prefault) thread populate up to [`POPULATE_AHEAD`] bytes of its region
+//! `prefault` thread populate up to [`POPULATE_AHEAD`] bytes of its region
 //! beyond it, so a growing user mostly writes pages that are already there.
 
 use std::alloc::Layout;
