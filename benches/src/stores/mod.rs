@@ -151,15 +151,25 @@ pub fn find(name: &str) -> Option<&'static StoreEntry> {
 }
 
 /// The bytes the files under `dir` occupy on disk (allocated blocks, as `du` counts them, so
-/// sparse and preallocated files count what they really hold).
+/// sparse and preallocated files count what they really hold). A file or directory that a
+/// store's background work deletes during the walk counts nothing (fjall's compactions did,
+/// between the listing and the file's metadata).
 pub fn disk_bytes(dir: &Path) -> StoreResult<u64> {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     let mut total = 0;
-    let entries = fs::read_dir(dir).map_err(|e| format!("listing {}: {e}", dir.display()))?;
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if gone(&e) => return Ok(0),
+        Err(e) => return Err(format!("listing {}: {e}", dir.display())),
+    };
     for entry in entries {
         let entry = entry.map_err(|e| format!("listing {}: {e}", dir.display()))?;
         let path = entry.path();
-        let meta =
-            fs::symlink_metadata(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if gone(&e) => continue,
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        };
         total += if meta.is_dir() {
             disk_bytes(&path)?
         } else {
@@ -167,4 +177,26 @@ pub fn disk_bytes(dir: &Path) -> StoreResult<u64> {
         };
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_bytes_counts_allocated_blocks_and_nothing_for_what_is_gone() {
+        let dir = std::env::temp_dir().join(format!("learnkv-disk-bytes-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("sub")).expect("a directory");
+        fs::write(dir.join("sub").join("data"), vec![7u8; 64 << 10]).expect("a file");
+        let sparse = fs::File::create(dir.join("sparse")).expect("a file");
+        sparse.set_len(1 << 30).expect("a sparse length");
+        let bytes = disk_bytes(&dir).expect("a walk");
+        assert!(
+            (64 << 10..1 << 20).contains(&bytes),
+            "64 KiB of data and a sparse file: {bytes}"
+        );
+        fs::remove_dir_all(&dir).expect("cleanup");
+        assert_eq!(disk_bytes(&dir).expect("a vanished directory"), 0);
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! Round numbers make "a round covering my append" precise: `started` counts rounds that have
 //! begun, `done` rounds that have finished. A writer that appended before calling
-//! [`GroupCommit::request_and_wait`] waits for round `started + 1` as read under the lock: that
+//! [`GroupCommit::request`] waits for round `started + 1` as read under the lock: that
 //! round begins after the call, so it drains the writer's record. One round runs at a time
 //! (`started` is `done` or `done + 1`), so rounds finish in order.
 //!
@@ -62,12 +62,6 @@ impl GroupCommit {
     /// A hand-off with no round run yet.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Asks for a round that starts after this call and blocks until it has finished. Errors
-    /// with the failure message when that round (or any earlier one) failed.
-    pub fn request_and_wait(&self) -> Result<(), String> {
-        self.wait(self.request())
     }
 
     /// Asks for a round that starts after this call. When no round is running, the caller
@@ -235,7 +229,7 @@ mod tests {
                 let gc = Arc::clone(&gc);
                 thread::spawn(move || {
                     for _ in 0..100 {
-                        gc.request_and_wait().expect("no round fails");
+                        gc.wait(gc.request()).expect("no round fails");
                     }
                 })
             })
@@ -245,7 +239,7 @@ mod tests {
         }
         assert!(rounds.load(Ordering::SeqCst) <= 400);
         gc.fail("disk on fire".into());
-        assert_eq!(gc.request_and_wait(), Err("disk on fire".into()));
+        assert_eq!(gc.wait(gc.request()), Err("disk on fire".into()));
         assert_eq!(gc.failure().as_deref(), Some("disk on fire"));
         gc.shutdown();
         committer.join().expect("committer");

@@ -86,7 +86,10 @@ fn a_failed_round_reaches_its_waiter() {
                 }
             })
         };
-        assert_eq!(commit.request_and_wait(), Err("fsync failed".to_string()));
+        assert_eq!(
+            commit.wait(commit.request()),
+            Err("fsync failed".to_string())
+        );
         assert!(commit.failure().is_some());
         commit.shutdown();
         committer.join().expect("committer");
