@@ -1,7 +1,7 @@
 //! The group-commit hand-off (XIndex §5's background logger, with `Immediate` durability added):
 //! writers that need durability *request* a round and wait; one committer thread runs rounds
-//! (drain every lane, write, fsync) and wakes the writers a round covers. Concurrent writers
-//! share a round, and so one fsync per lane.
+//! (drain every lane, write, fsync), or a writer leads one itself (below), and the round's end
+//! wakes the writers it covers. Concurrent writers share a round, and so one fsync per lane.
 //!
 //! Round numbers make "a round covering my append" precise: `started` counts rounds that have
 //! begun, `done` rounds that have finished. A writer that appended before calling
@@ -95,8 +95,8 @@ impl GroupCommit {
         target
     }
 
-    /// Blocks until round `target` has finished. Errors with the failure message when it (or
-    /// any earlier round) failed.
+    /// Blocks until round `target` has finished. Errors with the failure message once any
+    /// round or flush has failed (the log is failed for good), even one after `target`.
     pub fn wait(&self, target: u64) -> Result<(), String> {
         let mut state = self.state.lock();
         loop {
@@ -128,8 +128,13 @@ impl GroupCommit {
                 Some(period) => {
                     let (guard, timed_out) = self.committer.wait_for(state, period);
                     state = guard;
-                    if timed_out && state.started == state.done {
-                        break;
+                    if timed_out {
+                        if state.started == state.done {
+                            break;
+                        }
+                        // A writer's round is running: the periodic one is due right after it
+                        // (`finish_round` wakes the committer for a later request).
+                        state.requested = state.requested.max(state.started + 1);
                     }
                 }
                 None => state = self.committer.wait(state),
@@ -189,6 +194,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
     use std::thread;
+    use std::time::Duration;
 
     #[test]
     fn a_writer_leads_a_round_only_while_none_runs() {
@@ -208,6 +214,28 @@ mod tests {
         assert_eq!(gc.wait(3), Err("fsync failed".to_string()));
         gc.shutdown();
         assert_eq!(gc.next_round(None), None, "nothing is left to run");
+    }
+
+    #[test]
+    fn a_periodic_round_due_during_a_writers_round_runs_right_after_it() {
+        let period = Duration::from_millis(400);
+        let gc = Arc::new(GroupCommit::new());
+        assert_eq!(gc.request_or_lead(), Turn::Lead(1));
+        let committer = {
+            let gc = Arc::clone(&gc);
+            thread::spawn(move || (gc.next_round(Some(period)), std::time::Instant::now()))
+        };
+        // The period passes while the writer's round runs.
+        thread::sleep(period + period / 4);
+        let finished = std::time::Instant::now();
+        gc.finish_round(1, Ok(()));
+        let (round, started) = committer.join().expect("committer");
+        assert_eq!(round, Some(2));
+        assert!(
+            started - finished < period / 2,
+            "the due round waited for another period ({:?})",
+            started - finished
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! A lane is a buffer behind a mutex (writers append framed records to it while holding the
 //! lock, so records in a lane are in timestamp order) and a [`SegmentFile`] behind a second
 //! mutex. Draining takes the file lock *before* releasing the buffer lock, so bytes reach the
-//! file in the order they were appended. Lock order: buffer → stripe, buffer → file.
+//! file in the order they were appended. Lock order: buffer → stripe → file (a batch holds its
+//! stripes while it writes a full buffer out), buffer → file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -169,21 +170,24 @@ impl SegmentFile {
         Ok(chunk.len() as u64)
     }
 
-    /// Cuts the file's extension ahead of its frames and fsyncs it: a segment that is not a
-    /// lane's last must end with its last frame.
+    /// Cuts the file's extension ahead of its frames, if it has one, and makes the new size
+    /// durable (a full fsync: the size is metadata): a segment that is not a lane's last must
+    /// end with its last frame.
     pub fn trim(&mut self) -> Result<(), IoFailure> {
         if self.extended > self.len {
             self.file
                 .set_len(self.len)
+                .and_then(|()| self.file.sync_all())
                 .map_err(|e| (self.path.clone(), e))?;
             self.extended = self.len;
         }
-        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))
+        Ok(())
     }
 
     /// Closes the current segment (trimmed and fsynced) and starts the next one.
     fn rotate(&mut self) -> Result<(), IoFailure> {
         self.trim()?;
+        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))?;
         let next = Self::create(
             &self.dir,
             self.lane,

@@ -18,10 +18,11 @@
 //!
 //! The same locks replace the paper's `rcu_barrier` in checkpoints: after stamping `t_begin`,
 //! the checkpoint takes and releases every stripe, so every write stamped before `t_begin` has
-//! been applied before the scan starts; after the scan it takes and releases every lane, so
-//! every batch the scan saw part of has its record stamped before `t_end`. A value the scan
-//! sees was therefore stamped before `t_end`, and a value it misses was stamped at or after
-//! `t_begin` and is replayed.
+//! been applied before the scan starts; every write is stamped before it is applied (a batch
+//! stamps all its ops before applying any), so `t_end`, taken after the scan, is above every
+//! stamp the scan saw. A value the scan sees was therefore stamped before `t_end`, and a value
+//! it misses was stamped at or after `t_begin` and is replayed; a batch the scan saw part of
+//! commits below `t_end` and is replayed whole.
 //!
 //! # Example
 //!

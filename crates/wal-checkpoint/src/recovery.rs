@@ -112,7 +112,8 @@ pub struct RecoveryStats {
     pub records_replayed: u64,
     /// Individual puts and removes replayed (batch ops counted one by one).
     pub ops_replayed: u64,
-    /// Bytes cut from log tails (torn frames, records above `t_safe`, tolerated corruption).
+    /// Bytes cut from log tails (torn frames, records above `t_safe`, tolerated corruption,
+    /// and the zeros a segment was extended by when the process stopped without closing it).
     pub truncated_bytes: u64,
     /// Checkpoints passed over, and why (corrupt, not safe, no longer covered by the log).
     pub skipped_checkpoints: Vec<String>,
@@ -199,7 +200,6 @@ struct Segment {
     header: SegmentHeader,
     /// Where the valid frames end.
     valid_end: u64,
-    file_len: u64,
     /// The timestamp of the last valid record (the header's `prev_last_ts` if none).
     last_ts: u64,
 }
@@ -350,7 +350,6 @@ fn scan_lane(
             seq,
             header,
             valid_end: at as u64,
-            file_len: bytes.len() as u64,
             last_ts,
         });
         if stop {
@@ -492,8 +491,9 @@ pub(crate) fn recover(
         let mut cut = false;
         let mut next_seq = 0;
         for segment in segments {
+            // Bytes past a segment's valid frames (a torn tail) were counted by pass 1.
             if cut {
-                stats.truncated_bytes += segment.file_len;
+                stats.truncated_bytes += segment.valid_end;
                 repairs.deletes.push(segment.path);
                 continue;
             }
@@ -515,7 +515,7 @@ pub(crate) fn recover(
                         .map_err(|reason| Error::corrupt(&segment.path, at as u64, reason))?;
                     if record.ts() > safe {
                         cut = true;
-                        stats.truncated_bytes += segment.file_len - at as u64;
+                        stats.truncated_bytes += (end - at) as u64;
                         // The lane must still end at or above t_safe after the cut, or a later
                         // recovery could compute a smaller t_safe and drop writes this one
                         // recovered: a heartbeat stamped t_safe replaces the cut records.

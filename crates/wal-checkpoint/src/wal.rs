@@ -336,7 +336,9 @@ impl Wal {
     /// the group commit writes and syncs the record (under [`Durability::Immediate`]); the
     /// call returns once both are done. The batch commits at its last stamp. Concurrent
     /// readers may see a batch half applied; a crash never leaves it so. An error from the
-    /// append (an I/O failure) returns before any op is applied.
+    /// append (an I/O failure) returns before any op is applied; one from the round after all
+    /// are (as for [`Wal::put`]). `apply` must not panic: the record is already logged, and
+    /// recovery would restore ops the index never took.
     pub fn batch<R>(
         &self,
         ops: &[BatchOp<'_>],
@@ -439,11 +441,9 @@ impl Wal {
             panic!("the wal-commit thread panicked");
         }
         synced?;
+        // Best effort: zeros left after a failed cut are the next recovery's torn tail.
         for lane in &self.shared.lanes {
-            lane.file
-                .lock()
-                .trim()
-                .map_err(|(path, e)| Error::io(path, e))?;
+            let _ = lane.file.lock().trim();
         }
         Ok(())
     }
@@ -647,9 +647,19 @@ impl Shared {
         self.commit.wait(round).map_err(Error::Failed)
     }
 
-    /// Runs commit round `round` (on the committer or a writer leading it) and reports it.
+    /// Runs commit round `round` (on the committer or a writer leading it) and reports it. A
+    /// round that unwinds is reported failed, so that no writer waits for it forever.
     fn run_round(&self, round: u64) {
+        struct Unwinding<'a>(&'a GroupCommit, u64);
+        impl Drop for Unwinding<'_> {
+            fn drop(&mut self) {
+                self.0
+                    .finish_round(self.1, Err("a commit round panicked".into()));
+            }
+        }
+        let unwinding = Unwinding(&self.commit, round);
         let outcome = self.round().map_err(|e| e.to_string());
+        std::mem::forget(unwinding);
         self.commit.finish_round(round, outcome);
     }
 
@@ -707,11 +717,8 @@ impl Shared {
         self.locks.wait_for_holders();
         let mut writer = CheckpointWriter::create(&self.dir, t_begin, self.options.faults.clone())?;
         source(&mut writer)?;
-        // A batch holds its lane lock from its first stamp to its record's append: once each
-        // lane was free, every batch the scan saw part of is stamped below t_end.
-        for lane in &self.lanes {
-            drop(lane.buf.lock());
-        }
+        // Every write is stamped before it is applied (a batch stamps all its ops before it
+        // applies any), so every value the scan saw is stamped below t_end.
         let t_end = self.tick();
         let entries = writer.count();
         let (path, bytes) = writer.finish(&self.dir, t_begin, t_end)?;
