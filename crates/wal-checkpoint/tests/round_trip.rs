@@ -205,6 +205,96 @@ fn concurrent_writers_and_a_background_checkpointer_round_trip() {
     reopen_equals(dir.path(), opts, &expected);
 }
 
+#[test]
+fn batches_and_single_writes_racing_fuzzy_checkpoints_recover_the_last_state() {
+    let dir = TempDir::new("fuzzy");
+    let opts = Options {
+        checkpoint_interval: Some(Duration::from_millis(5)),
+        segment_bytes: 2048,
+        ..options(3, Durability::Periodic(Duration::from_millis(2)))
+    };
+    let store = Arc::new(Store::open(dir.path(), opts.clone()));
+    {
+        // A scan as an index gives one, concurrent with the writers: each key read on its
+        // own, so it may see part of a batch, and keys added meanwhile are missed.
+        let map = Arc::clone(&store.map);
+        store
+            .wal
+            .start_checkpointer(move |w| {
+                let keys: Vec<(u32, Vec<u8>)> = map.lock().keys().cloned().collect();
+                for (n, key) in keys.iter().enumerate() {
+                    let value = map.lock().get(key).cloned();
+                    if let Some(value) = value {
+                        w.put(key.0, &key.1, &value)?;
+                    }
+                    if n % 8 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+                Ok(())
+            })
+            .expect("checkpointer");
+    }
+    let key = |n: u64| (n % 61).to_be_bytes();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..3u64)
+        .map(|t| {
+            let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for i in 0u64.. {
+                    if i % 25 == 0 {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    let value = (t << 32 | i).to_le_bytes();
+                    if t == 2 {
+                        // Batches of six ops over both tables, the same keys as the others.
+                        let keys: Vec<[u8; 8]> = (0..6).map(|j| key(i * 7 + j)).collect();
+                        let ops: Vec<BatchOp<'_>> = keys
+                            .iter()
+                            .enumerate()
+                            .map(|(j, k)| match j % 3 {
+                                2 => BatchOp::Remove { table: 1, key: k },
+                                _ => BatchOp::Put {
+                                    table: (j % 2) as u32,
+                                    key: k,
+                                    value: &value,
+                                },
+                            })
+                            .collect();
+                        store.batch(&ops);
+                    } else if i % 4 == 3 {
+                        store.remove(t as u32, &key(i * 13 + t));
+                    } else {
+                        store.put(t as u32, &key(i * 13 + t), &value);
+                    }
+                }
+            })
+        })
+        .collect();
+    // The writers run until a dozen checkpoints have scanned them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while store.wal.stats().checkpoints < 12 {
+        assert!(std::time::Instant::now() < deadline, "checkpoints stopped");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    let expected = store.model();
+    let store = Arc::into_inner(store).expect("sole owner");
+    store.wal.close().expect("close");
+    let left = segments(dir.path()).len();
+    assert!(
+        left < 40,
+        "checkpoints deleted covered segments ({left} left)"
+    );
+    reopen_equals(dir.path(), opts, &expected);
+}
+
 /// Adds one to the counter at `key` of table 0 with conditional writes: the value read
 /// without the key's lock is written back plus one only if it is still there.
 fn increment(store: &Store, key: &[u8]) {
