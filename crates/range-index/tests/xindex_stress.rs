@@ -232,10 +232,9 @@ fn worker<K: StressKey>(
                         .collect();
                     let keys: Vec<K> = picked.iter().map(|&p| K::make(hot[p])).collect();
                     let queries: Vec<&K::Query> = keys.iter().map(StressKey::query).collect();
-                    let invoke = now();
-                    let results = index.get_many(&queries);
-                    let response = now();
-                    events.extend(Event::batched_gets(&picked, invoke, response, results));
+                    events.extend(Event::batched_gets(&picked, now, || {
+                        index.get_many(&queries)
+                    }));
                     continue;
                 }
                 let invoke = now();

@@ -90,15 +90,18 @@ pub struct Event {
 }
 
 impl Event {
-    /// The events of one batched read that ran from `invoke` to `response`: a get of each of
-    /// `keys` (indices into the caller's set) returning its entry of `results`, each spanning
-    /// the whole call (a batch promises each key's value at some moment of it, not a snapshot).
+    /// Runs `read`, a batched read of `keys` (indices into the caller's set), timed by `now`,
+    /// and returns its events: a get of each key returning its entry of the results, each
+    /// spanning the whole call (a batch promises each key's value at some moment of it, not a
+    /// snapshot).
     pub fn batched_gets(
         keys: &[usize],
-        invoke: u64,
-        response: u64,
-        results: Vec<Option<u64>>,
+        now: impl Fn() -> u64,
+        read: impl FnOnce() -> Vec<Option<u64>>,
     ) -> impl Iterator<Item = Event> + '_ {
+        let invoke = now();
+        let results = read();
+        let response = now();
         keys.iter().zip(results).map(move |(&key, result)| Event {
             key,
             invoke,
