@@ -188,11 +188,14 @@ impl<K: HashKey> Group<K> {
     }
 
     /// Requests the lines a `get` of `key` in this group reads first (its home bucket, the
-    /// neighbours and the chain head), without reading them: a batch of lookups requests every
-    /// key's lines before the first search, so that their misses overlap.
+    /// neighbours and the chain head), without reading them, and returns the home bucket for
+    /// [`Group::get_at`]: a batch of lookups requests every key's lines before the first
+    /// search, so that their misses overlap.
     #[inline]
-    pub(crate) fn request(&self, key: &K::Query) {
-        self.prefetch_neighbourhood(self.placement.slot::<K>(key));
+    pub(crate) fn request(&self, key: &K::Query) -> usize {
+        let b = self.placement.slot::<K>(key);
+        self.prefetch_neighbourhood(b);
+        b
     }
 
     /// The record holding `key` in this group, if any: its home bucket `b`, a neighbour of it,
@@ -263,15 +266,21 @@ impl<K: HashKey> Group<K> {
     /// `get` (Algorithm 9): this group, then the `tmp_group`s.
     #[inline]
     pub(crate) fn get(&self, key: &K::Query) -> Option<u64> {
+        self.get_at(self.placement.slot::<K>(key), key)
+    }
+
+    /// `get` of `key`, whose home bucket in this group is `b`.
+    #[inline]
+    pub(crate) fn get_at(&self, mut b: usize, key: &K::Query) -> Option<u64> {
         let mut group = self;
         loop {
-            let b = group.placement.slot::<K>(key);
             if let Some(record) = group.find(b, key)
                 && let Seen::Live(value) = record.read()
             {
                 return Some(value);
             }
             group = group.tmp()?;
+            b = group.placement.slot::<K>(key);
         }
     }
 

@@ -182,15 +182,19 @@ impl<K: HashKey> XIndexH<K> {
         let mut values = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(LOOKUP_BATCH) {
             let online = self.inner.grace.enter();
-            let groups: Vec<&Group<K>> = chunk
+            let homes: Vec<(&Group<K>, usize)> = chunk
                 .iter()
                 .map(|&key| {
                     let group = self.inner.group_of(key, &online);
-                    group.request(key);
-                    group
+                    (group, group.request(key))
                 })
                 .collect();
-            values.extend(chunk.iter().zip(groups).map(|(&key, group)| group.get(key)));
+            values.extend(
+                chunk
+                    .iter()
+                    .zip(homes)
+                    .map(|(&key, (group, b))| group.get_at(b, key)),
+            );
         }
         values
     }

@@ -38,6 +38,17 @@ use crate::xindex::key::IndexKey;
 pub(crate) use crate::xindex::records::Records;
 use crate::xindex::records::{Bases, Prefix};
 
+/// Where a lookup of one key searches a group's trained keys ([`Group::request_record`]).
+pub(crate) struct Aim<'g, K: IndexKey> {
+    trained: Prefix<'g, K>,
+    /// The model's slice, its prediction and the key's hint; or the trained keys' end, when
+    /// the key lies above them.
+    place: Result<(ModelSlice<'g, K>, usize, K::Hint), usize>,
+}
+
+/// A model and the trained keys it covers: `(start, end, model)`.
+type ModelSlice<'g, K> = (usize, usize, &'g <K as learned_model::Key>::Model);
+
 /// How many records on each side of a model's prediction a lookup requests with the key
 /// window: a key's actual error is mostly well under the model's bound (`e` = 32), and 25
 /// cells of 16 bytes are 7 cache lines. Measured on 9M lognormal and uniform keys, a radius
@@ -268,11 +279,7 @@ impl<K: IndexKey> Group<K> {
     /// keys appended from there on (§3.5.2: a group's models do not cover its appended keys,
     /// whose prefixes may even differ from the trained keys' common prefix).
     #[inline]
-    fn model_for(
-        &self,
-        keys: &[K::Stored],
-        key: &K::Query,
-    ) -> Result<(usize, usize, &K::Model), usize> {
+    fn model_for(&self, keys: &[K::Stored], key: &K::Query) -> Result<ModelSlice<'_, K>, usize> {
         let models = &self.models;
         let trained = keys.len();
         let summary = K::summary(key);
@@ -307,7 +314,7 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn model_lower_bound(
         trained: &Prefix<'_, K>,
-        (start, end, model): (usize, usize, &K::Model),
+        (start, end, model): ModelSlice<'_, K>,
         predicted: usize,
         key: &K::Query,
         hint: K::Hint,
@@ -362,13 +369,37 @@ impl<K: IndexKey> Group<K> {
     /// The array's record of `key`, if the array holds it (`get_position`).
     #[inline]
     pub(crate) fn record(&self, key: &K::Query) -> Option<&RecordCell> {
+        self.aimed_record(key, self.request_record(key))
+    }
+
+    /// Where a lookup of `key` searches the trained keys, its lines requested: the model's
+    /// prediction, or the trained keys' end when `key` lies above them. A batch of lookups
+    /// aims every key first, so that their misses overlap, then finds each record with
+    /// [`Group::aimed_record`].
+    #[inline]
+    pub(crate) fn request_record(&self, key: &K::Query) -> Aim<'_, K> {
         let trained = self.trained();
-        let Ok(found @ (start, _, model)) = self.model_for(trained.keys, key) else {
-            return self.appended_record(trained.keys.len(), key);
+        let place = self.model_for(trained.keys, key).map(|found| {
+            let hint = K::hint(key);
+            let predicted = K::predict(found.2, key, hint);
+            Self::request_lines(&trained, found, predicted);
+            (found, predicted, hint)
+        });
+        Aim { trained, place }
+    }
+
+    /// The array's record of `key`, searched where `aim` (this group's, for `key`) points.
+    #[inline]
+    pub(crate) fn aimed_record<'g>(
+        &'g self,
+        key: &K::Query,
+        aim: Aim<'g, K>,
+    ) -> Option<&'g RecordCell> {
+        let Aim { trained, place } = aim;
+        let (found @ (start, _, _), predicted, hint) = match place {
+            Ok(place) => place,
+            Err(from) => return self.appended_record(from, key),
         };
-        let hint = K::hint(key);
-        let predicted = K::predict(model, key, hint);
-        Self::request_lines(&trained, found, predicted);
         let pos = start + Self::model_lower_bound(&trained, found, predicted, key, hint);
         if K::HINTED {
             // A different hint is a different key: no need to touch the key's slot.
@@ -391,7 +422,7 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn request_lines(
         trained: &Prefix<'_, K>,
-        (start, end, model): (usize, usize, &K::Model),
+        (start, end, model): ModelSlice<'_, K>,
         predicted: usize,
     ) {
         let window = model.bounds().window(predicted, end - start);
@@ -406,17 +437,6 @@ impl<K: IndexKey> Group<K> {
             predicted,
             RECORD_PREFETCH_RADIUS,
         );
-    }
-
-    /// Requests the lines [`Group::record`] will read for `key`, without reading them: a
-    /// batch of lookups requests every key's lines first, so that their misses overlap.
-    #[inline]
-    pub(crate) fn request_record(&self, key: &K::Query) {
-        let trained = self.trained();
-        if let Ok(found @ (_, _, model)) = self.model_for(trained.keys, key) {
-            let predicted = K::predict(model, key, K::hint(key));
-            Self::request_lines(&trained, found, predicted);
-        }
     }
 
     /// The record of `key` among the keys appended from `from` on (the trained keys' end).

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::{Backoff, GracePeriod, OnlineGuard, Share, ShareLock, Workers};
+use concurrency::{Backoff, GracePeriod, OnlineGuard, RecordCell, Share, ShareLock, Workers};
 
 use crate::xindex::background;
 use crate::xindex::config::Config;
@@ -224,19 +224,17 @@ impl<K: IndexKey> XIndex<K> {
         for chunk in keys.chunks(LOOKUP_BATCH) {
             let pinned = self.inner.pin();
             let root = pinned.root();
-            let groups: Vec<&Group<K>> = chunk
+            let aimed: Vec<_> = chunk
                 .iter()
                 .map(|&key| {
                     let group = root.locate(key);
-                    group.request_record(key);
-                    group
+                    (group, group.request_record(key))
                 })
                 .collect();
             values.extend(
-                chunk
-                    .iter()
-                    .zip(groups)
-                    .map(|(&key, group)| lookup(group, key)),
+                chunk.iter().zip(aimed).map(|(&key, (group, aim))| {
+                    lookup_from(group, key, group.aimed_record(key, aim))
+                }),
             );
         }
         values
@@ -454,7 +452,17 @@ fn within_bound<K: IndexKey>(
 /// The value of `key` in `group`, looking in `data_array`, then `buf`, then `tmp_buf`.
 #[inline]
 pub(crate) fn lookup<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
-    if let Some(cell) = group.record(key)
+    lookup_from(group, key, group.record(key))
+}
+
+/// [`lookup`] with the array's record of `key` already found (`None`: not in the array).
+#[inline]
+fn lookup_from<K: IndexKey>(
+    group: &Group<K>,
+    key: &K::Query,
+    array: Option<&RecordCell>,
+) -> Option<u64> {
+    if let Some(cell) = array
         && let Some(value) = record::read(cell)
     {
         return Some(value);
