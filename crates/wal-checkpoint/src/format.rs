@@ -171,14 +171,15 @@ pub(crate) fn encode_single(
     })
 }
 
-/// Appends a batch record; `stamps[i]` is the timestamp of `ops[i]`.
-pub(crate) fn encode_batch(buf: &mut Vec<u8>, ops: &[BatchOp<'_>], stamps: &[u64]) -> usize {
-    let ts = stamps.iter().copied().max().unwrap_or(0);
+/// Appends a batch record of non-empty `ops`, stamped `first`, `first + 1`, … in order (the
+/// record commits at the last).
+pub(crate) fn encode_batch(buf: &mut Vec<u8>, ops: &[BatchOp<'_>], first: u64) -> usize {
+    let ts = first + ops.len() as u64 - 1;
     frame(buf, |b| {
         b.push(KIND_BATCH);
         b.extend_from_slice(&ts.to_le_bytes());
         b.extend_from_slice(&(ops.len() as u32).to_le_bytes());
-        for (op, &stamp) in ops.iter().zip(stamps) {
+        for (op, stamp) in ops.iter().zip(first..) {
             match *op {
                 BatchOp::Put { table, key, value } => {
                     b.push(KIND_PUT);
@@ -513,7 +514,7 @@ mod tests {
             },
             BatchOp::Remove { table: 2, key: b"" },
         ];
-        encode_batch(&mut buf, &ops, &[9, 10]);
+        encode_batch(&mut buf, &ops, 9);
         encode_heartbeat(&mut buf, 11);
         encode_checkpoint_marker(&mut buf, 12, 4, 6);
         let mut at = 0;

@@ -576,8 +576,7 @@ impl Shared {
             return Ok(Some(Vec::new()));
         }
         let first = self.clock.fetch_add(ops.len() as u64, Ordering::SeqCst) + 1;
-        let stamps: Vec<u64> = (first..first + ops.len() as u64).collect();
-        format::encode_batch(&mut buf.bytes, ops, &stamps);
+        format::encode_batch(&mut buf.bytes, ops, first);
         buf.appended_data(first + ops.len() as u64 - 1);
         let turn = self.after_append(lane, buf, false)?;
         let results = ops.iter().map(apply).collect();
