@@ -70,6 +70,10 @@ pub(crate) struct SegmentFile {
     extended: u64,
     /// The timestamp of the last record written to the file.
     last_ts: u64,
+    /// Whether a write or sync of the file failed: every later one is refused, so the log
+    /// never holds frames written after frames that were lost (a drained chunk whose write
+    /// failed holds records of writers that may already have been answered).
+    failed: bool,
     pub closed: Vec<Closed>,
     /// An empty buffer with capacity, swapped into the lane on the next drain.
     spare: Vec<u8>,
@@ -124,6 +128,7 @@ impl SegmentFile {
             len: bytes.len() as u64,
             extended: bytes.len() as u64,
             last_ts,
+            failed: false,
             closed: Vec::new(),
             spare: Vec::new(),
             max_bytes,
@@ -140,7 +145,22 @@ impl SegmentFile {
     /// size, one more journal write per round. Appending 200 bytes and syncing took 123–158
     /// µs here, within an extended file 83–96 µs. Recovery cuts the zeros as a torn tail of the
     /// lane's last segment; rotation and [`SegmentFile::trim`] cut them first.
+    ///
+    /// Once a write or sync has failed, every later call fails too (see `failed`).
     pub fn write(&mut self, chunk: &[u8], last_ts: u64, sync: bool) -> Result<u64, IoFailure> {
+        if self.failed {
+            return Err((
+                self.path.clone(),
+                io::Error::other("an earlier write or sync of this log segment failed"),
+            ));
+        }
+        let written = self.write_or_fail(chunk, last_ts, sync);
+        self.failed = written.is_err();
+        written
+    }
+
+    /// [`SegmentFile::write`] on a segment with no failure behind it.
+    fn write_or_fail(&mut self, chunk: &[u8], last_ts: u64, sync: bool) -> Result<u64, IoFailure> {
         if !chunk.is_empty() {
             if self.len >= self.max_bytes {
                 self.rotate()?;
@@ -268,4 +288,34 @@ pub(crate) fn heartbeat(buf: &mut LaneBuf, ts: u64) {
     format::encode_heartbeat(&mut buf.bytes, ts);
     buf.last_ts = ts;
     buf.dirty = true;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_refuses_every_write_after_a_failed_one() {
+        let temp = test_support::TempDir::new("lane-failed-write");
+        let dir = temp.path();
+        let plan = Arc::new(FaultPlan::new());
+        let mut file = SegmentFile::create(dir, 0, 0, 0, None, 1 << 20, Some(Arc::clone(&plan)))
+            .expect("create");
+        file.write(b"first chunk", 1, false).expect("first write");
+        plan.fail_write_after(1);
+        assert!(file.write(b"lost chunk", 2, false).is_err());
+        let writes = plan.counts().0;
+        let refused = file.write(b"later chunk", 3, true).expect_err("refused");
+        assert!(
+            refused.1.to_string().contains("earlier write"),
+            "{}",
+            refused.1
+        );
+        assert_eq!(plan.counts().0, writes, "nothing reached the file");
+        let on_disk = fs::read(&file.path).expect("read");
+        assert!(
+            on_disk.ends_with(b"first chunk"),
+            "cut back to the last good chunk"
+        );
+    }
 }

@@ -1,8 +1,12 @@
 //! Crash recovery (XIndex §5, with the steps the digest rebuilds in §3.19):
 //!
-//! 1. Scan every lane's segments. A bad or short frame with no valid frame after it in the
-//!    lane's last segment is a torn tail and is cut off; any other bad byte is
-//!    [`Error::Corrupt`] naming the file and offset (or, in tolerant mode, ends that lane there).
+//! 1. Scan every lane's segments. A bad or short frame in the lane's last segment is a torn
+//!    tail and is cut off when no valid frame follows it, or when the rest of its 4 KiB page is
+//!    zeros: a page of the segment's extension that never reached the disk before a power
+//!    loss reads as zeros, while later pages written in the same round did (the frames on
+//!    them were never fsynced, as an fsync would have written the page before them too). Any
+//!    other bad byte is [`Error::Corrupt`] naming the file and offset (or, in tolerant mode,
+//!    ends that lane there).
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
 //!    and each lane's last record is at or above `t_safe`.
@@ -18,6 +22,9 @@
 //!    a smaller one and drops writes this one recovered (the kill test caught that: a lane cut
 //!    below `t_safe`, then another lane's newer heartbeat cut by the next recovery, and an
 //!    acknowledged write was gone).
+//! 6. Fsync the last segment kept in each lane before the log writes again: a size cut back
+//!    at a clean close whose sync never happened, or frames written but not yet synced, could
+//!    otherwise come back changed after a power loss, once later segments follow it.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -233,6 +240,16 @@ struct Repairs {
     deletes: Vec<PathBuf>,
 }
 
+/// The size of the pages a file reaches the disk in, as far as recovery assumes.
+const PAGE: usize = 4096;
+
+/// Whether `bytes` hold nothing but zeros from `from` to the end of its page (or of `bytes`):
+/// a page that was never written back (step 1 of the module docs).
+fn unwritten_page(bytes: &[u8], from: usize) -> bool {
+    let end = (from / PAGE + 1) * PAGE;
+    bytes[from..end.min(bytes.len())].iter().all(|&b| b == 0)
+}
+
 /// Whether some valid frame starts after `from` in `bytes` (so a bad frame at `from` is
 /// corruption, not a torn tail).
 fn valid_frame_after(bytes: &[u8], from: usize) -> bool {
@@ -331,7 +348,8 @@ fn scan_lane(
                 Frame::Bad(reason) => Some(reason),
             };
             if let Some(reason) = problem {
-                let torn = is_last && !valid_frame_after(&bytes, at);
+                let torn =
+                    is_last && (unwritten_page(&bytes, at) || !valid_frame_after(&bytes, at));
                 if !torn {
                     let error = Error::corrupt(&path, at as u64, reason);
                     if !tolerant {
@@ -600,6 +618,13 @@ pub(crate) fn recover(
         }
     }
     if repair {
+        for last in states.iter().filter_map(|state| state.segments.last()) {
+            OpenOptions::new()
+                .write(true)
+                .open(&last.path)
+                .and_then(|file| file.sync_all())
+                .map_err(|e| Error::io(&last.path, e))?;
+        }
         faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
         faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     }

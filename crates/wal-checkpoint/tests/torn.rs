@@ -99,6 +99,41 @@ fn bit_flips_in_the_last_frame_are_a_torn_tail() {
 }
 
 #[test]
+fn a_page_never_written_back_is_a_torn_tail_even_with_frames_after_it() {
+    const PAGE: u64 = 4096;
+    let src = TempDir::new("hole-src");
+    let n = 160;
+    let (bytes, offsets) = history(src.path(), n);
+    // A put whose frames end well inside the second page: zeros from there to the page's end
+    // are what a power loss leaves when the disk got the later pages of a round but not that
+    // one; the frames on the later pages were never fsynced.
+    let k = offsets
+        .iter()
+        .position(|&end| end > PAGE && (200..PAGE - 400).contains(&(end % PAGE)))
+        .expect("a put ending inside the second page");
+    let hole = offsets[k] as usize;
+    let page_end = (hole / PAGE as usize + 1) * PAGE as usize;
+    assert!(bytes.len() > page_end + 100, "frames follow the page");
+    let mut holed = bytes.clone();
+    holed[hole..page_end].fill(0);
+    let (dir, _) = with_segment("hole", &holed);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    assert_eq!(state(&recovery), model(k as u64 + 1));
+    assert_eq!(recovery.stats.truncated_bytes, (bytes.len() - hole) as u64);
+    // Zeros that stop short of the page's end are no lost page: corruption.
+    let mut zeroed = bytes.clone();
+    zeroed[hole..hole + 64].fill(0);
+    assert!(zeroed[hole + 64..page_end].iter().any(|&b| b != 0));
+    let (dir, path) = with_segment("zeros", &zeroed);
+    match Wal::open(dir.path(), options(1, Durability::None)) {
+        Err(Error::Corrupt { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, hole as u64));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
 fn bit_flips_before_the_tail_are_corruption_naming_file_and_offset() {
     let src = TempDir::new("flip-mid-src");
     let n = 6;
