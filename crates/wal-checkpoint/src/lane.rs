@@ -190,24 +190,22 @@ impl SegmentFile {
         Ok(chunk.len() as u64)
     }
 
-    /// Cuts the file's extension ahead of its frames, if it has one, and makes the new size
-    /// durable (a full fsync: the size is metadata): a segment that is not a lane's last must
-    /// end with its last frame.
+    /// Cuts the file's extension ahead of its frames, if it has one, and fsyncs the file (its
+    /// frames and its size: an fdatasync commits a size change too): a segment that is not a
+    /// lane's last must end with its last frame.
     pub fn trim(&mut self) -> Result<(), IoFailure> {
         if self.extended > self.len {
             self.file
                 .set_len(self.len)
-                .and_then(|()| self.file.sync_all())
                 .map_err(|e| (self.path.clone(), e))?;
             self.extended = self.len;
         }
-        Ok(())
+        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))
     }
 
     /// Closes the current segment (trimmed and fsynced) and starts the next one.
     fn rotate(&mut self) -> Result<(), IoFailure> {
         self.trim()?;
-        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))?;
         let next = Self::create(
             &self.dir,
             self.lane,
