@@ -350,11 +350,17 @@ impl Participant {
     }
 
     /// Announces a quiescent point: this thread holds no reference obtained in this domain
-    /// before the call. A retry loop calls it each iteration. No effect while offline.
+    /// before the call. A retry loop calls it each iteration. No effect while offline; not
+    /// allowed inside nested online sections, as it would end the outer ones' protection too.
     pub fn quiescent(&self) {
         if self.depth.get() == 0 {
             return;
         }
+        debug_assert_eq!(
+            self.depth.get(),
+            1,
+            "a quiescent point inside a nested online section"
+        );
         let now = self.domain.counter.load(Ordering::Acquire);
         // Skipping an equal store is safe: everything read since the previous store of `now`
         // was read after acquiring `now` (case 1 of the module comment).
@@ -473,6 +479,16 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "a quiescent point inside a nested online section")]
+    fn a_quiescent_point_inside_a_nested_section_is_refused_in_debug_builds() {
+        let domain = GracePeriod::new();
+        let participant = domain.register();
+        let _outer = participant.enter();
+        participant.enter().quiescent();
+    }
+
     fn cached_domains() -> usize {
         LOCAL_PARTICIPANTS.with(|c| c.borrow().len())
     }
@@ -498,13 +514,11 @@ mod tests {
         );
         let outer = p.enter();
         assert_eq!(p.slot.state.load(Ordering::Relaxed), 1);
-        {
-            let _inner = p.enter();
-            domain.domain.counter.fetch_add(1, Ordering::Relaxed);
-            outer.quiescent();
-            assert_eq!(p.slot.state.load(Ordering::Relaxed), 2);
-        }
+        drop(p.enter());
         assert!(p.is_online(), "the outer guard still holds it online");
+        domain.domain.counter.fetch_add(1, Ordering::Relaxed);
+        outer.quiescent();
+        assert_eq!(p.slot.state.load(Ordering::Relaxed), 2);
         drop(outer);
         assert!(!p.is_online());
         assert_eq!(p.slot.state.load(Ordering::Relaxed), OFFLINE);

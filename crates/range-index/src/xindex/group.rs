@@ -396,6 +396,10 @@ impl<K: IndexKey> Group<K> {
         aim: Aim<'g, K>,
     ) -> Option<&'g RecordCell> {
         let Aim { trained, place } = aim;
+        debug_assert!(
+            std::ptr::eq(trained.keys.as_ptr(), self.trained().keys.as_ptr()),
+            "an aim is searched in the records it was made for"
+        );
         let (found @ (start, _, _), predicted, hint) = match place {
             Ok(place) => place,
             Err(from) => return self.appended_record(from, key),
