@@ -3,8 +3,8 @@
 //!
 //! XIndex builds its groups and root from the sorted pairs, so the bulk load constructs the
 //! index; an adapter that is never bulk-loaded (growth from empty) starts from an empty index.
-//! XIndex has no update-only operation yet, so `update` and `read_modify_write` are a `get`
-//! followed by an upsert (two lookups, as the scc-tree adapter does).
+//! `update` and `read_modify_write` are one `XIndex::update` each (the key's record changed in
+//! place under its lock, as congee's `compute_if_present`).
 
 use std::sync::OnceLock;
 
@@ -77,11 +77,7 @@ impl<K: XIndexKey> OwnedKeyMap<K> for XIndexAdapter<K> {
     }
 
     fn overwrite(&self, key: &Query<K>, value: u64) -> bool {
-        let index = self.index();
-        index.get(key).is_some() && {
-            index.insert(K::store(key), value);
-            true
-        }
+        self.index().update(key, |_| value).is_some()
     }
 
     fn delete(&self, key: &Query<K>) -> Option<u64> {
@@ -98,14 +94,7 @@ impl<K: XIndexKey> OwnedKeyMap<K> for XIndexAdapter<K> {
     }
 
     fn xor_value(&self, key: &Query<K>, value: u64) -> bool {
-        let index = self.index();
-        match index.get(key) {
-            Some(old) => {
-                index.insert(K::store(key), old ^ value);
-                true
-            }
-            None => false,
-        }
+        self.index().update(key, |old| old ^ value).is_some()
     }
 }
 

@@ -3,9 +3,8 @@
 //!
 //! XIndex-H trains its root and bucket models on the loaded keys, so the bulk load builds the
 //! index; an adapter that is never bulk-loaded (growth from empty) starts from an empty index
-//! whose groups grow by non-blocking resizes. XIndex-H has no update-only operation, so
-//! `update` and `read_modify_write` are a `get` followed by an upsert (two lookups, as the
-//! xindex adapter does). The notes carry the index's own figures: the conflict rate now and at
+//! whose groups grow by non-blocking resizes. `update` and `read_modify_write` are one
+//! `XIndexH::update` each (the key's record changed in place under its lock). The notes carry the index's own figures: the conflict rate now and at
 //! training (`conflict_pct`, `trained_conflict_pct`), groups placed by the learned model and by
 //! the hash, the load factor, resizes, and the index's own count of heap bytes per key.
 
@@ -79,11 +78,7 @@ impl<K: XIndexHKey> OwnedKeyMap<K> for XIndexHAdapter<K> {
     }
 
     fn overwrite(&self, key: &Query<K>, value: u64) -> bool {
-        let index = self.index();
-        index.get(key).is_some() && {
-            index.insert(K::store(key), value);
-            true
-        }
+        self.index().update(key, |_| value).is_some()
     }
 
     fn delete(&self, key: &Query<K>) -> Option<u64> {
@@ -95,14 +90,7 @@ impl<K: XIndexHKey> OwnedKeyMap<K> for XIndexHAdapter<K> {
     }
 
     fn xor_value(&self, key: &Query<K>, value: u64) -> bool {
-        let index = self.index();
-        match index.get(key) {
-            Some(old) => {
-                index.insert(K::store(key), old ^ value);
-                true
-            }
-            None => false,
-        }
+        self.index().update(key, |old| old ^ value).is_some()
     }
 
     fn map_notes(&self) -> Vec<(String, String)> {

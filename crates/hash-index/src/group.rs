@@ -337,7 +337,7 @@ impl<K: HashKey> Group<K> {
         value: u64,
         tmp: Option<&'g Group<K>>,
     ) -> Upsert<'g, K> {
-        match locked.write(Some(value)) {
+        match locked.write(&mut |_| Some(value)) {
             Written::Updated(old) => return Upsert::Done(Some(old)),
             Written::PointerToRemoved => self.counts.add_first(-1),
             Written::WasRemoved => {}
@@ -354,13 +354,28 @@ impl<K: HashKey> Group<K> {
 
     /// `remove` on this group and then its `tmp_group`s; never inserts.
     pub(crate) fn remove(&self, key: &K::Query) -> Option<u64> {
+        self.write_live(key, |_| None)
+    }
+
+    /// Replaces the value of a live `key` by `new` of it, on this group and then its
+    /// `tmp_group`s; never inserts.
+    pub(crate) fn update(&self, key: &K::Query, mut new: impl FnMut(u64) -> u64) -> Option<u64> {
+        self.write_live(key, |old| Some(new(old)))
+    }
+
+    /// Writes a live `key` (see [`Locked::write`]) on this group and then its `tmp_group`s,
+    /// and returns its old value; `None`, having written nothing, if no group holds it live.
+    fn write_live(&self, key: &K::Query, mut new: impl FnMut(u64) -> Option<u64>) -> Option<u64> {
         let mut group = self;
         loop {
             let b = group.placement.slot::<K>(key);
             if let Some(record) = group.find(b, key) {
-                match record.lock().write(None) {
+                let mut locked = record.lock();
+                match locked.write(&mut new) {
                     Written::Updated(old) => {
-                        group.counts.add_first(-1);
+                        if locked.meta().is_removed() {
+                            group.counts.add_first(-1);
+                        }
                         return Some(old);
                     }
                     Written::PointerToRemoved => group.counts.add_first(-1),

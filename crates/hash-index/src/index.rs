@@ -345,6 +345,11 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         old
     }
 
+    fn update(&self, key: &K::Query, new: impl FnMut(u64) -> u64) -> Option<u64> {
+        let online = self.inner.grace.enter();
+        self.inner.group_of(key, &online).update(key, new)
+    }
+
     fn remove(&self, key: &K::Query) -> Option<u64> {
         let online = self.inner.grace.enter();
         let old = self.inner.group_of(key, &online).remove(key);

@@ -72,6 +72,12 @@ pub trait HashIndex<K: HashKey>: Send + Sync {
     /// Inserts `key` or updates its value (upsert); returns the previous value.
     fn insert(&self, key: K, value: u64) -> Option<u64>;
 
+    /// Replaces the value of `key`, if present, by `new` of it (called once, under the key's
+    /// record lock, so the read and the write are one step against every other write of the
+    /// key); returns the value replaced. An absent key is left absent: `None`, and `new` is not
+    /// called.
+    fn update(&self, key: &K::Query, new: impl FnMut(u64) -> u64) -> Option<u64>;
+
     /// Removes `key`; returns its value if it was present.
     fn remove(&self, key: &K::Query) -> Option<u64>;
 

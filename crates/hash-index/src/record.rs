@@ -231,11 +231,12 @@ impl Locked<'_> {
         self.guard.set_ptr(is_ptr);
     }
 
-    /// Updates (`Some(value)`) or removes (`None`) a live key in place, through the pointer if
-    /// this is a pointer record. A removed key is left alone. Removing through a pointer also
-    /// marks this record removed and plain: the target is then removed for good (a frozen
-    /// group never revives), so this record becomes the key's only state.
-    pub(crate) fn write(&mut self, new: Option<u64>) -> Written {
+    /// Writes a live key in place, through the pointer if this is a pointer record: `new` of
+    /// the old value, called under the lock, is the new value (`Some`) or removes the key
+    /// (`None`). A removed key is left alone and `new` is not called. Removing through a
+    /// pointer also marks this record removed and plain: the target is then removed for good
+    /// (a frozen group never revives), so this record becomes the key's only state.
+    pub(crate) fn write(&mut self, new: &mut impl FnMut(u64) -> Option<u64>) -> Written {
         let meta = self.guard.meta();
         if meta.is_ptr() {
             // SAFETY: the target of a pointer record lives until barrier B3, after the copy
@@ -243,7 +244,7 @@ impl Locked<'_> {
             let target = unsafe { target(self.record.value.load(Ordering::Relaxed)) };
             let mut target = target.lock();
             let written = target.write(new);
-            if written == Written::WasRemoved || new.is_none() {
+            if target.meta().is_removed() {
                 self.guard.set_ptr(false);
                 self.guard.set_removed(true);
             }
@@ -256,7 +257,7 @@ impl Locked<'_> {
             return Written::WasRemoved;
         }
         let old = self.record.value.load(Ordering::Relaxed);
-        match new {
+        match new(old) {
             Some(value) => self.record.value.store(value, Ordering::Relaxed),
             None => self.guard.set_removed(true),
         }

@@ -1,7 +1,8 @@
 //! Loom models of XIndex-H's non-blocking resize against foreground operations (digest §4.7
 //! case 12, and the list), on the real index: one group holding keys 10 → 1 and
 //! 20 → 2 in two buckets, resized on the main thread through the test hook (to one bucket, so
-//! the new group also exercises its chain) while a worker thread runs an operation. Everything
+//! the new group also exercises its chain) while a worker thread runs an operation (insert,
+//! update in place, remove, get). Everything
 //! the protocol touches (meta words, key and value words, chain heads, `tmp_group`, the root
 //! slot, the grace-period barrier, the restructure lock) is loom's, so every interleaving of the
 //! worker's operation with the resize's steps is explored up to the preemption bound.
@@ -107,6 +108,36 @@ fn update_of_a_migrated_key_is_not_lost() {
         );
         index.validate();
     });
+}
+
+#[test]
+fn update_in_place_survives_the_resize_and_never_revives() {
+    model("update in place ‖ resize", || {
+        let index = tiny_index();
+        let update = spawn(&index, |index| index.update(&10, |old| old + 10));
+        resize(&index);
+        assert_eq!(update.join().expect("the update finishes"), Some(1));
+        assert_eq!(
+            index.get(&10),
+            Some(11),
+            "the update survived the copy phase"
+        );
+        index.validate();
+    });
+    for at in Phase::ALL {
+        model(&format!("update ‖ remove at {at:?}"), move || {
+            let index = tiny_index();
+            let update = spawn(&index, |index| index.update(&10, |old| old + 10));
+            let remove = resize_running(&index, at, |index| index.remove(&10));
+            let update = update.join().expect("the update finishes");
+            assert_one_order(
+                (update, remove, index.get(&10)),
+                (Some(1), Some(11), None),
+                (None, Some(1), None),
+            );
+            index.validate();
+        });
+    }
 }
 
 #[test]

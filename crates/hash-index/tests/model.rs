@@ -40,6 +40,8 @@ enum Op {
     GetMany(Vec<u8>),
     Insert(u8, u64),
     Remove(u8),
+    /// `update(key, |old| old ^ mask)`: a read-modify-write of a present key only.
+    Update(u8, u64),
     /// Resizes the group of the key to this many buckets, running the ops at the phase.
     Resize(u8, usize, usize, Vec<Op>),
     Step,
@@ -53,6 +55,7 @@ fn point_op() -> impl Strategy<Value = Op> {
         prop::collection::vec(0u8..40, 0..40).prop_map(Op::GetMany),
         ((0u8..40), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         (0u8..40).prop_map(Op::Remove),
+        ((0u8..40), any::<u64>()).prop_map(|(k, m)| Op::Update(k, m)),
     ]
 }
 
@@ -103,6 +106,21 @@ fn apply<K: TestKey>(index: &XIndexH<K>, model: &mut HashMap<K, u64>, op: &Op) {
                 model.remove::<K>(&key),
                 "remove {key:?}"
             );
+        }
+        Op::Update(k, mask) => {
+            let key = K::make(*k);
+            let mut calls = 0;
+            let old = index.update(key.borrow(), |old| {
+                calls += 1;
+                old ^ mask
+            });
+            let want = model.get_mut::<K>(&key).map(|value| {
+                let old = *value;
+                *value ^= mask;
+                old
+            });
+            assert_eq!(old, want, "update {key:?}");
+            assert_eq!(calls, usize::from(want.is_some()), "update {key:?} calls");
         }
         Op::Resize(k, buckets, phase, ops) => {
             let slot = index.slot_of(K::make(*k).borrow());

@@ -5,12 +5,13 @@
 //! whose shares of the groups are resized at the same time):
 //!
 //! - **per-key linearizability**: in rounds, workers run gets (single, and batched with
-//!   `get_many`: one event per key spanning the call), upserts (unique values) and removes on
-//!   a few hot keys; each key is a register whose history (invoke and response
-//!   times, operation, result) is checked by a Wing–Gong search with memoisation;
+//!   `get_many`: one event per key spanning the call), upserts and updates of present keys
+//!   (unique values) and removes on a few hot keys; each key is a register whose history
+//!   (invoke and response times, operation, result) is checked by a Wing–Gong search with
+//!   memoisation;
 //! - **lost updates and resurrection**: each worker owns keys that it alone writes, with
-//!   strictly increasing values and removes; every result must match its private model, and
-//!   the final contents must equal it;
+//!   strictly increasing values (inserts, and updates adding one) and removes; every result
+//!   must match its private model, and the final contents must equal it;
 //! - **stable keys**: keys loaded and never written are found with their value by every get
 //!   and appear exactly once in every concurrent iteration.
 #![cfg(not(loom))]
@@ -189,9 +190,10 @@ fn worker<K: StressKey>(
             0..=7 => {
                 let k = rng.random_range(0..hot.len());
                 let key = K::make(hot[k]);
-                let kind = match rng.random_range(0..8) {
+                let kind = match rng.random_range(0..10) {
                     0..=3 => Kind::Get,
                     4..=6 => Kind::Insert(unique),
+                    7..=8 => Kind::Update(unique),
                     _ => Kind::Remove,
                 };
                 if kind == Kind::Get && rng.random_bool(0.5) {
@@ -212,6 +214,7 @@ fn worker<K: StressKey>(
                 let result = match kind {
                     Kind::Get => index.get(key.borrow()),
                     Kind::Insert(v) => index.insert(key, v),
+                    Kind::Update(v) => index.update(key.borrow(), |_| v),
                     Kind::Remove => index.remove(key.borrow()),
                 };
                 let response = now();
@@ -230,11 +233,16 @@ fn worker<K: StressKey>(
                     .expect("in range");
                 let key = K::make(n);
                 let expected = mine[&n];
-                match rng.random_range(0..4) {
+                match rng.random_range(0..5) {
                     0 => assert_eq!(index.get(key.borrow()), expected, "get of owned {n}"),
                     1 => {
                         assert_eq!(index.remove(key.borrow()), expected, "remove of owned {n}");
                         mine.insert(n, None);
+                    }
+                    2 => {
+                        let old = index.update(key.borrow(), |old| old + 1);
+                        assert_eq!(old, expected, "update of owned {n}");
+                        mine.insert(n, expected.map(|v| v + 1));
                     }
                     _ => {
                         let value = expected.map_or(1, |v| v + 1).max(unique);

@@ -8,7 +8,9 @@
 //! passes of two background threads' shares of the groups, at the same time, each thread
 //! also putting to or reading from the other's group. Case 15: reverse scans and ranges
 //! across a group split and a merge. Case 16: a batched lookup (`get_many`) across a
-//! compaction that frees the old group, and across a split. Everything the
+//! compaction that frees the old group, and across a split. Case 17: updates in place
+//! (`update`) of an array key and of a buffered key across a compaction, and an update racing
+//! a remove at every phase (never reviving the key). Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.
@@ -170,6 +172,49 @@ fn case4_remove_and_put_during_compaction_are_linearizable() {
                 (put, remove, index.get(&10)),
                 (Some(1), Some(12), None),
                 (None, Some(1), Some(12)),
+            );
+            settle(&index);
+        });
+    }
+}
+
+#[test]
+fn case17_updates_in_place_survive_compaction_and_never_insert() {
+    model("case17 update of an array key", || {
+        let index = tiny_index();
+        let update = spawn(&index, |index| index.update(&10, |old| old + 10));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+        assert_eq!(update.join().expect("the update finishes"), Some(1));
+        assert_eq!(
+            index.get(&10),
+            Some(11),
+            "the update survived the copy phase"
+        );
+        settle(&index);
+    });
+    model("case17 update of a buffered key", || {
+        let index = tiny_index();
+        index.insert(15, 3);
+        let update = spawn(&index, |index| index.update(&15, |old| old + 10));
+        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+        assert_eq!(update.join().expect("the update finishes"), Some(3));
+        assert_eq!(
+            index.get(&15),
+            Some(13),
+            "the update reached the frozen buffer"
+        );
+        settle(&index);
+    });
+    for at in Phase::ALL {
+        model(&format!("case17 update ‖ remove at {at:?}"), move || {
+            let index = tiny_index();
+            let update = spawn(&index, |index| index.update(&10, |old| old + 10));
+            let remove = compact_running(&index, at, |index| index.remove(&10));
+            let update = update.join().expect("the update finishes");
+            assert_one_order(
+                (update, remove, index.get(&10)),
+                (Some(1), Some(11), None),
+                (None, Some(1), None),
             );
             settle(&index);
         });

@@ -22,6 +22,8 @@ enum Op<K> {
     Get(K),
     Insert(K, u64),
     Remove(K),
+    /// `update(key, |old| old ^ mask)`: a read-modify-write of a present key only.
+    Update(K, u64),
     Scan(K, usize),
     /// One batched lookup of several keys (`XIndex::get_many`).
     GetMany(Vec<K>),
@@ -85,6 +87,20 @@ fn apply<K: TestKey>(index: &XIndex<K>, model: &mut BTreeMap<K, u64>, op: &Op<K>
             model.remove::<K>(key),
             "remove {key:?}"
         ),
+        Op::Update(key, mask) => {
+            let mut calls = 0;
+            let old = index.update(key.query(), |old| {
+                calls += 1;
+                old ^ mask
+            });
+            let want = model.get_mut::<K>(key).map(|value| {
+                let old = *value;
+                *value ^= mask;
+                old
+            });
+            assert_eq!(old, want, "update {key:?}");
+            assert_eq!(calls, usize::from(want.is_some()), "update {key:?} calls");
+        }
         Op::Scan(start, n) => {
             let expected: Vec<_> = model
                 .range::<K, _>(start.clone()..)
@@ -304,6 +320,7 @@ fn foreground<K: TestKey>(keys: BoxedStrategy<K>) -> BoxedStrategy<Op<K>> {
         3 => keys.clone().prop_map(Op::Get),
         4 => (keys.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         2 => keys.clone().prop_map(Op::Remove),
+        2 => (keys.clone(), any::<u64>()).prop_map(|(k, m)| Op::Update(k, m)),
         1 => prop::collection::vec(keys.clone(), 0..40).prop_map(Op::GetMany),
         1 => (keys, 0..6usize).prop_map(|(k, n)| Op::Scan(k, n)),
         1 => (bound.clone(), bound, any::<u64>()).prop_map(|(s, e, p)| Op::Range(s, e, p)),

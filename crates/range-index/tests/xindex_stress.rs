@@ -6,12 +6,14 @@
 //! whose shares of the groups are compacted at the same time:
 //!
 //! - **per-key linearizability**: in rounds, workers run gets (single, and batched with
-//!   `get_many`: one event per key spanning the call), upserts (unique values) and removes on
-//!   a few hot keys; each key is a register whose history (invoke and response times,
-//!   operation, result) is checked by a Wing–Gong search with memoisation;
+//!   `get_many`: one event per key spanning the call), upserts and updates of present keys
+//!   (unique values) and removes on a few hot keys; each key is a register whose history
+//!   (invoke and response times, operation, result) is checked by a Wing–Gong search with
+//!   memoisation;
 //! - **lost updates and resurrection**: each worker owns keys it alone writes, with strictly
-//!   increasing values and removes; every result (of gets, batched gets and writes) must match
-//!   its private model, and the final contents must equal it;
+//!   increasing values (inserts, and updates adding one) and removes; every result (of gets,
+//!   batched gets and writes) must match its private model, and the final contents must equal
+//!   it;
 //! - **scans**: forward, reverse and from both ends of a range, strictly ordered, no
 //!   duplicates, and every key that exists throughout (the stable keys, never written) inside
 //!   the scanned interval is returned with its value.
@@ -218,9 +220,10 @@ fn worker<K: StressKey>(
             0..=7 => {
                 let k = rng.random_range(0..hot.len());
                 let key = K::make(hot[k]);
-                let kind = match rng.random_range(0..8) {
+                let kind = match rng.random_range(0..10) {
                     0..=3 => Kind::Get,
                     4..=6 => Kind::Insert(unique),
+                    7..=8 => Kind::Update(unique),
                     _ => Kind::Remove,
                 };
                 if kind == Kind::Get && rng.random_bool(0.5) {
@@ -241,6 +244,7 @@ fn worker<K: StressKey>(
                 let result = match kind {
                     Kind::Get => index.get(key.query()),
                     Kind::Insert(v) => index.insert(key, v),
+                    Kind::Update(v) => index.update(key.query(), |_| v),
                     Kind::Remove => index.remove(key.query()),
                 };
                 let response = now();
@@ -259,7 +263,7 @@ fn worker<K: StressKey>(
                     .expect("in range");
                 let key = K::make(n);
                 let expected = mine[&n];
-                match rng.random_range(0..5) {
+                match rng.random_range(0..6) {
                     0 => assert_eq!(index.get(key.query()), expected, "get of owned {n}"),
                     1 => {
                         // Several owned keys at once, which no other thread writes.
@@ -283,6 +287,11 @@ fn worker<K: StressKey>(
                     2 => {
                         assert_eq!(index.remove(key.query()), expected, "remove of owned {n}");
                         mine.insert(n, None);
+                    }
+                    3 => {
+                        let old = index.update(key.query(), |old| old + 1);
+                        assert_eq!(old, expected, "update of owned {n}");
+                        mine.insert(n, expected.map(|v| v + 1));
                     }
                     _ => {
                         let value = expected.map_or(1, |v| v + 1).max(unique);

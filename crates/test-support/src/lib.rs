@@ -70,6 +70,8 @@ pub enum Kind {
     Get,
     /// Wrote this value (insert or update).
     Insert(u64),
+    /// Wrote this value if the key was present; left it absent otherwise.
+    Update(u64),
     /// Removed the key.
     Remove,
 }
@@ -161,6 +163,7 @@ fn search(
         let next = match op.kind {
             Kind::Get => state,
             Kind::Insert(v) => Some(v),
+            Kind::Update(v) => state.map(|_| v),
             Kind::Remove => None,
         };
         if search(done | (1 << i), all, next, ops, seen) {
@@ -200,5 +203,25 @@ mod tests {
             op(2, 3, Kind::Get, Some(1)),
         ];
         assert!(!linearizable(Some(1), &removed_then_read));
+    }
+
+    #[test]
+    fn an_update_writes_a_present_key_only() {
+        let absent = [op(0, 1, Kind::Update(5), None), op(2, 3, Kind::Get, None)];
+        assert!(linearizable(None, &absent));
+        let revived = [
+            op(0, 1, Kind::Update(5), None),
+            op(2, 3, Kind::Get, Some(5)),
+        ];
+        assert!(!linearizable(None, &revived), "an update never inserts");
+        let present = [
+            op(0, 1, Kind::Update(5), Some(1)),
+            op(2, 3, Kind::Get, Some(5)),
+        ];
+        assert!(linearizable(Some(1), &present));
+        assert!(
+            !linearizable(None, &present),
+            "an absent key has no old value"
+        );
     }
 }

@@ -381,6 +381,11 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
         old
     }
 
+    fn update(&self, key: &K::Query, new: impl FnMut(u64) -> u64) -> Option<u64> {
+        let pinned = self.inner.pin();
+        update(pinned.root().locate(key), key, new)
+    }
+
     fn remove(&self, key: &K::Query) -> Option<u64> {
         let pinned = self.inner.pin();
         let old = remove(pinned.root().locate(key), key);
@@ -489,7 +494,7 @@ enum Put<K> {
 #[inline]
 fn put<K: IndexKey>(group: &Group<K>, key: K, value: u64, sequential: bool) -> Put<K> {
     if let Some(cell) = group.record(key.borrow())
-        && let Some(old) = record::update(cell, value)
+        && let Some(old) = record::update(cell, &mut |_| value)
     {
         return Put::Done(Some(old));
     }
@@ -505,7 +510,7 @@ fn put<K: IndexKey>(group: &Group<K>, key: K, value: u64, sequential: bool) -> P
     };
     // Frozen: update only; a removed entry is not revived (a live copy may follow).
     if let Some(cell) = group.buf().get(key.borrow())
-        && let Some(old) = record::update(cell, value)
+        && let Some(old) = record::update(cell, &mut |_| value)
     {
         return Put::Done(Some(old));
     }
@@ -532,7 +537,7 @@ fn put_sequential<K: IndexKey>(group: &Group<K>, key: K, value: u64) -> Result<P
         return Ok(Put::Done(upsert(group.buf(), key, value)));
     }
     if let Some(cell) = group.record(key.borrow())
-        && let Some(old) = record::update(cell, value)
+        && let Some(old) = record::update(cell, &mut |_| value)
     {
         return Ok(Put::Done(Some(old)));
     }
@@ -555,6 +560,30 @@ fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: K, value: u64) -> Option<u64>
     } else {
         record::upsert(cell, value)
     }
+}
+
+/// Replaces the value of a live `key` in `group` by `new` of it, looking in the same order as
+/// [`lookup`] (a removed record in the array may have a live copy in a delta index); never
+/// inserts, so it needs no retry while `buf` is frozen, as [`remove`] does not.
+fn update<K: IndexKey>(
+    group: &Group<K>,
+    key: &K::Query,
+    mut new: impl FnMut(u64) -> u64,
+) -> Option<u64> {
+    if let Some(cell) = group.record(key)
+        && let Some(old) = record::update(cell, &mut new)
+    {
+        return Some(old);
+    }
+    if let Some(cell) = group.buf().get(key)
+        && let Some(old) = record::update(cell, &mut new)
+    {
+        return Some(old);
+    }
+    group
+        .tmp_buf()?
+        .get(key)
+        .and_then(|cell| record::update(cell, &mut new))
 }
 
 /// Removes `key` from `group`, looking in the same order as [`lookup`]; never inserts.

@@ -78,19 +78,20 @@ fn read_through_pointer(cell: &RecordCell) -> Option<u64> {
     }
 }
 
-/// Updates a live record in place and returns its old value; `None` when it is removed, in
-/// which case nothing changes (`update_record`: a removed record is never revived here).
-pub(crate) fn update(cell: &RecordCell, value: u64) -> Option<u64> {
+/// Updates a live record in place to `new(old)`, called under the record's lock, and returns
+/// the old value; `None` when it is removed, in which case nothing changes and `new` is not
+/// called (`update_record`: a removed record is never revived here).
+pub(crate) fn update(cell: &RecordCell, new: &mut impl FnMut(u64) -> u64) -> Option<u64> {
     let mut guard = cell.lock();
     if guard.meta().is_ptr() {
         // SAFETY: read under the outer lock; the caller is online (module comment).
-        return update(unsafe { target(guard.value()) }, value);
+        return update(unsafe { target(guard.value()) }, new);
     }
     if guard.meta().is_removed() {
         return None;
     }
     let old = guard.value();
-    guard.set_value(value);
+    guard.set_value(new(old));
     Some(old)
 }
 
