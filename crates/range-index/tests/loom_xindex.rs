@@ -8,7 +8,7 @@
 //! passes of two background threads' shares of the groups, at the same time, each thread
 //! also putting to or reading from the other's group. Case 15: reverse scans and ranges
 //! across a group split and a merge. Case 16: a batched lookup (`get_many`) across a
-//! compaction that frees the old group, and across a split. Case 17: updates in place
+//! compaction that frees the old group, a split, a merge and a sequential append. Case 17: updates in place
 //! (`update`) of an array key and of a buffered key across a compaction, and an update racing
 //! a remove at every phase (never reviving the key). Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
@@ -522,7 +522,7 @@ fn case15_reverse_scans_during_group_split_and_merge() {
 /// protection: a compaction (which frees the old group) or a split between the two steps
 /// leaves it a stale group, which must still answer as a single `get` would.
 #[test]
-fn case16_batched_gets_across_compaction_and_split() {
+fn case16_batched_gets_across_restructures_and_an_append() {
     model("case16 get_many ‖ compaction and free", || {
         let index = tiny_index();
         index.insert(15, 3);
@@ -541,5 +541,32 @@ fn case16_batched_gets_across_compaction_and_split() {
             gets.join().expect("the gets finish"),
             [Some(1), Some(4), None]
         );
+    });
+    model("case16 get_many ‖ merge", || {
+        let index = four_keys(true);
+        let gets = spawn(&index, |index| index.get_many(&[&15, &30, &40]));
+        assert!(index.restructure_slot_with(0, Restructure::MergeGroup, |_| {}));
+        assert_eq!(
+            gets.join().expect("the gets finish"),
+            [None, Some(3), Some(4)]
+        );
+    });
+    model("case16 get_many ‖ a sequential append", || {
+        // The batch aims at the trained keys' end for 30; the append publishes 30 there.
+        let config = Config {
+            background_threads: 0,
+            sequential_inserts: true,
+            ..Config::default()
+        };
+        let index = Arc::new(XIndex::bulk_load(&[(10, 1), (20, 2)], config).expect("sorted"));
+        let gets = spawn(&index, |index| index.get_many(&[&30, &20]));
+        assert_eq!(index.insert(30, 3), None);
+        let gets = gets.join().expect("the gets finish");
+        assert!(
+            matches!(gets[0], None | Some(3)),
+            "30 absent or appended: {gets:?}"
+        );
+        assert_eq!(gets[1], Some(2));
+        assert_eq!(index.get(&30), Some(3));
     });
 }
