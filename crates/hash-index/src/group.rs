@@ -1,6 +1,7 @@
 //! A group (Algorithm 8's `group_t`; digest §2.6, §3.18): a bucket placement, the bucket
 //! array, chain heads, the `tmp_group` link and live-key counters, with the point operations
-//! of Algorithm 9 on one group.
+//! of Algorithm 9 on one group (and `update`, a write of a present key only, which searches
+//! as `remove` does).
 //!
 //! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket,
 //! the buckets near it ([`REACH`]), then its chain (see `record`), then, while the group is being resized,

@@ -72,10 +72,11 @@ pub trait HashIndex<K: HashKey>: Send + Sync {
     /// Inserts `key` or updates its value (upsert); returns the previous value.
     fn insert(&self, key: K, value: u64) -> Option<u64>;
 
-    /// Replaces the value of `key`, if present, by `new` of it (called once, under the key's
-    /// record lock, so the read and the write are one step against every other write of the
-    /// key); returns the value replaced. An absent key is left absent: `None`, and `new` is not
-    /// called.
+    /// Replaces the value of `key`, if present, by `new` of it (called at most once, under the
+    /// key's record lock, so the read and the write are one step against every other write of
+    /// the key); returns the value replaced. An absent key is left absent: `None`, and `new` is
+    /// not called. `new` must be short and must not call into the index: readers of the key
+    /// wait for it, and a call back for a key whose lock is held deadlocks.
     fn update(&self, key: &K::Query, new: impl FnMut(u64) -> u64) -> Option<u64>;
 
     /// Removes `key`; returns its value if it was present.

@@ -1,5 +1,6 @@
 //! The index and its point operations (§3.2, Algorithm 2; digest §3.3–3.5): `get`, `put`
-//! (upsert) and `remove` over `data_array → buf → tmp_buf`.
+//! (upsert), `update` (a present key only; not in the paper) and `remove` over
+//! `data_array → buf → tmp_buf`.
 //!
 //! The lookup order is the same for every operation, and only the last location can take a new
 //! key: `buf` while it is not frozen, `tmp_buf` once a compaction published it. A removed array
