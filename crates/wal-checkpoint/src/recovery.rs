@@ -1,12 +1,13 @@
 //! Crash recovery (XIndex §5, with the steps the digest rebuilds in §3.19):
 //!
 //! 1. Scan every lane's segments. A bad or short frame in the lane's last segment is a torn
-//!    tail and is cut off when no valid frame follows it, or when the rest of its 4 KiB page is
-//!    zeros: a page of the segment's extension that never reached the disk before a power
-//!    loss reads as zeros, while later pages written in the same round did (the frames on
-//!    them were never fsynced, as an fsync would have written the page before them too). Any
-//!    other bad byte is [`Error::Corrupt`] naming the file and offset (or, in tolerant mode,
-//!    ends that lane there).
+//!    tail and is cut off when no valid frame follows it, or when it runs into zeros that end
+//!    a 4 KiB page (from the frame's start, or a whole page the frame reaches): after a power
+//!    loss, a page of the segment's extension that never reached the disk (or reached it
+//!    before the frame was written into it) reads as zeros while later pages of the same
+//!    round did; the frames on them were never fsynced, as an fsync would have written the
+//!    earlier page too. Any other bad byte is [`Error::Corrupt`] naming the file and offset
+//!    (or, in tolerant mode, ends that lane there).
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
 //!    and each lane's last record is at or above `t_safe`.
@@ -30,6 +31,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -243,17 +245,33 @@ struct Repairs {
 /// The size of the pages a file reaches the disk in, as far as recovery assumes.
 const PAGE: usize = 4096;
 
-/// Whether `bytes` hold nothing but zeros from `from` to the end of its page (or of `bytes`):
-/// a page that was never written back (step 1 of the module docs).
-fn unwritten_page(bytes: &[u8], from: usize) -> bool {
-    let end = (from / PAGE + 1) * PAGE;
-    bytes[from..end.min(bytes.len())].iter().all(|&b| b == 0)
+/// Whether the bad frame at `at` runs into what a page never written back leaves (step 1 of the
+/// module docs): zeros from `at` to the end of its page (the page reached the disk before the
+/// frame was written into it), or, when the frame's header says it reaches the next page (or
+/// the header itself straddles it), a whole page of zeros there (that page never reached the
+/// disk, and no valid frame starts before it). Only the page the frame ends in or runs into
+/// counts, so a length word damaged upward cannot reach the zeros of the segment's extension.
+fn runs_into_unwritten_page(bytes: &[u8], at: usize) -> bool {
+    let zeros_to_page_end = |from: usize| {
+        let end = ((from / PAGE + 1) * PAGE).min(bytes.len());
+        from < end && bytes[from..end].iter().all(|&b| b == 0)
+    };
+    let next_page = at.next_multiple_of(PAGE);
+    let reaches_next_page = at + FRAME_HEADER > next_page
+        || bytes.get(at + 4..at + 8).is_some_and(|word| {
+            let len = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize;
+            at + FRAME_HEADER + len > next_page
+        });
+    zeros_to_page_end(at)
+        || (reaches_next_page
+            && !valid_frame_starts(bytes, at + 1..next_page)
+            && zeros_to_page_end(next_page))
 }
 
-/// Whether some valid frame starts after `from` in `bytes` (so a bad frame at `from` is
-/// corruption, not a torn tail).
-fn valid_frame_after(bytes: &[u8], from: usize) -> bool {
-    (from + 1..bytes.len().saturating_sub(FRAME_HEADER)).any(|at| {
+/// Whether some valid frame starts at a position of `starts` in `bytes` (after a bad frame:
+/// then that frame is corruption, not a torn tail).
+fn valid_frame_starts(bytes: &[u8], starts: Range<usize>) -> bool {
+    (starts.start..starts.end.min(bytes.len().saturating_sub(FRAME_HEADER))).any(|at| {
         let rest = &bytes[at..];
         let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
         len >= 9
@@ -348,8 +366,9 @@ fn scan_lane(
                 Frame::Bad(reason) => Some(reason),
             };
             if let Some(reason) = problem {
-                let torn =
-                    is_last && (unwritten_page(&bytes, at) || !valid_frame_after(&bytes, at));
+                let torn = is_last
+                    && (runs_into_unwritten_page(&bytes, at)
+                        || !valid_frame_starts(&bytes, at + 1..bytes.len()));
                 if !torn {
                     let error = Error::corrupt(&path, at as u64, reason);
                     if !tolerant {

@@ -99,7 +99,7 @@ fn bit_flips_in_the_last_frame_are_a_torn_tail() {
 }
 
 #[test]
-fn a_page_never_written_back_is_a_torn_tail_even_with_frames_after_it() {
+fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     const PAGE: u64 = 4096;
     let src = TempDir::new("hole-src");
     let n = 160;
@@ -120,6 +120,54 @@ fn a_page_never_written_back_is_a_torn_tail_even_with_frames_after_it() {
     let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
     assert_eq!(state(&recovery), model(k as u64 + 1));
     assert_eq!(recovery.stats.truncated_bytes, (bytes.len() - hole) as u64);
+    // A whole page of zeros that a frame runs into: the page never reached the disk. The
+    // frames wholly before the page stand; the one that runs into it is torn.
+    let page = PAGE as usize;
+    let ends: Vec<usize> = offsets
+        .iter()
+        .flat_map(|&end| [(end - HEARTBEAT_FRAME) as usize, end as usize])
+        .collect();
+    let torn_from = ends
+        .iter()
+        .copied()
+        .filter(|&end| end < page)
+        .max()
+        .expect("frames end in the first page");
+    assert!(
+        ends.iter().all(|&end| end != page),
+        "a frame runs into the page"
+    );
+    let mut lost_page = bytes.clone();
+    lost_page[page..2 * page].fill(0);
+    let (dir, _) = with_segment("lost-page", &lost_page);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    let puts = offsets
+        .iter()
+        .filter(|&&end| (end - HEARTBEAT_FRAME) as usize <= torn_from)
+        .count();
+    assert_eq!(state(&recovery), model(puts as u64));
+    assert_eq!(
+        recovery.stats.truncated_bytes,
+        (bytes.len() - torn_from) as u64
+    );
+    // A length word damaged upward, in the last page before the extension's zeros, with whole
+    // frames after it in that page: corruption, although the frame now claims the zero page.
+    let damaged_at = offsets[offsets.len() - 2] as usize;
+    assert_eq!(
+        damaged_at / page,
+        (bytes.len() - 1) / page,
+        "in the last page"
+    );
+    let mut damaged = bytes.clone();
+    damaged[damaged_at + 4..damaged_at + 8].copy_from_slice(&0xff00u32.to_le_bytes());
+    damaged.resize(bytes.len().next_multiple_of(page) + page, 0);
+    let (dir, path) = with_segment("damaged", &damaged);
+    match Wal::open(dir.path(), options(1, Durability::None)) {
+        Err(Error::Corrupt { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, damaged_at as u64));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
     // Zeros that stop short of the page's end are no lost page: corruption.
     let mut zeroed = bytes.clone();
     zeroed[hole..hole + 64].fill(0);
