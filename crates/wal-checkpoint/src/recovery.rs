@@ -1,13 +1,15 @@
 //! Crash recovery (XIndex §5, with the steps the digest rebuilds in §3.19):
 //!
 //! 1. Scan every lane's segments. A bad or short frame in the lane's last segment is a torn
-//!    tail and is cut off when no valid frame follows it, or when it runs into zeros that end
-//!    a 4 KiB page (from the frame's start, or a whole page the frame reaches): after a power
-//!    loss, a page of the segment's extension that never reached the disk (or reached it
-//!    before the frame was written into it) reads as zeros while later pages of the same
+//!    tail and is cut off when no valid frame follows it, or when it runs into zeros that fill
+//!    to the end of a 512-byte block (from the frame's start, or a whole block within the
+//!    frame): after a power loss, a write that never reached the disk (or a block that reached
+//!    it before the frame was written into it) reads as zeros while later blocks of the same
 //!    round did; the frames on them were never fsynced, as an fsync would have written the
-//!    earlier page too. Any other bad byte is [`Error::Corrupt`] naming the file and offset
-//!    (or, in tolerant mode, ends that lane there).
+//!    earlier block too. A zeroed block among fsynced frames looks the same and is cut as well:
+//!    without a durable record of how far each lane was synced, recovery cannot tell the two
+//!    apart. Any other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
+//!    tolerant mode, ends that lane there).
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
 //!    and each lane's last record is at or above `t_safe`.
@@ -242,30 +244,34 @@ struct Repairs {
     deletes: Vec<PathBuf>,
 }
 
-/// The size of the pages a file reaches the disk in, as far as recovery assumes.
-const PAGE: usize = 4096;
+/// The unit a disk writes whole, as far as recovery assumes: a 512-byte sector (a 4 KiB page
+/// of the page cache can reach the disk in part when power fails mid-write).
+const BLOCK: usize = 512;
 
-/// Whether the bad frame at `at` runs into what a page never written back leaves (step 1 of the
-/// module docs): zeros from `at` to the end of its page (the page reached the disk before the
-/// frame was written into it), or, when the frame's header says it reaches the next page (or
-/// the header itself straddles it), a whole page of zeros there (that page never reached the
-/// disk, and no valid frame starts before it). Only the page the frame ends in or runs into
-/// counts, so a length word damaged upward cannot reach the zeros of the segment's extension.
-fn runs_into_unwritten_page(bytes: &[u8], at: usize) -> bool {
-    let zeros_to_page_end = |from: usize| {
-        let end = ((from / PAGE + 1) * PAGE).min(bytes.len());
+/// Whether the bad frame at `at` runs into what a write that never reached the disk leaves
+/// (step 1 of the module docs): zeros from `at` to the end of its block (the block reached the
+/// disk before the frame was written into it), or zeros filling a block that starts within
+/// the frame's extent, as its header gives it (the block never reached the disk), with no
+/// valid frame starting before that block. The first such block decides, so a length word
+/// damaged upward that reaches the zeros of the segment's extension past later frames is
+/// corruption.
+fn runs_into_unwritten_block(bytes: &[u8], at: usize) -> bool {
+    let zeros_to_block_end = |from: usize| {
+        let end = ((from / BLOCK + 1) * BLOCK).min(bytes.len());
         from < end && bytes[from..end].iter().all(|&b| b == 0)
     };
-    let next_page = at.next_multiple_of(PAGE);
-    let reaches_next_page = at + FRAME_HEADER > next_page
-        || bytes.get(at + 4..at + 8).is_some_and(|word| {
-            let len = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize;
-            at + FRAME_HEADER + len > next_page
-        });
-    zeros_to_page_end(at)
-        || (reaches_next_page
-            && !valid_frame_starts(bytes, at + 1..next_page)
-            && zeros_to_page_end(next_page))
+    if zeros_to_block_end(at) {
+        return true;
+    }
+    let len = bytes.get(at + 4..at + 8).map_or(0, |word| {
+        u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize
+    });
+    let end = (at + FRAME_HEADER + len).min(bytes.len());
+    (at / BLOCK + 1..)
+        .map(|block| block * BLOCK)
+        .take_while(|&boundary| boundary < end)
+        .find(|&boundary| zeros_to_block_end(boundary))
+        .is_some_and(|boundary| !valid_frame_starts(bytes, at + 1..boundary))
 }
 
 /// Whether some valid frame starts at a position of `starts` in `bytes` (after a bad frame:
@@ -367,7 +373,7 @@ fn scan_lane(
             };
             if let Some(reason) = problem {
                 let torn = is_last
-                    && (runs_into_unwritten_page(&bytes, at)
+                    && (runs_into_unwritten_block(&bytes, at)
                         || !valid_frame_starts(&bytes, at + 1..bytes.len()));
                 if !torn {
                     let error = Error::corrupt(&path, at as u64, reason);
@@ -657,4 +663,57 @@ pub(crate) fn recover(
         lanes: states,
         clock: max_ts + 1,
     })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `size` bytes of 0x5a (no valid frame starts anywhere in them) with a bad frame header
+    /// (checksum 0, length `len`) at `at`.
+    fn bytes_with_bad_frame(size: usize, at: usize, len: u32) -> Vec<u8> {
+        let mut bytes = vec![0x5a; size];
+        bytes[at..at + 4].fill(0);
+        bytes[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn a_frame_running_into_a_zero_block_is_torn() {
+        // A frame starting on a page boundary, whose second page never reached the disk.
+        let mut aligned = bytes_with_bad_frame(20_000, 8192, 5000);
+        aligned[12_288..16_384].fill(0);
+        assert!(runs_into_unwritten_block(&aligned, 8192));
+        // A frame over three pages, the hole two pages into it.
+        let mut long = bytes_with_bad_frame(20_000, 4000, 10_000);
+        long[8192..12_288].fill(0);
+        assert!(runs_into_unwritten_block(&long, 4000));
+        // A page torn between its sectors.
+        let mut torn_page = bytes_with_bad_frame(4096, 1000, 600);
+        torn_page[1024..1536].fill(0);
+        assert!(runs_into_unwritten_block(&torn_page, 1000));
+        // A block that reached the disk before the frame was written into it.
+        let mut stale = bytes_with_bad_frame(4096, 100, 30);
+        stale[100..512].fill(0);
+        assert!(runs_into_unwritten_block(&stale, 100));
+    }
+
+    #[test]
+    fn other_damage_is_not_a_torn_write() {
+        // Zeros that stop short of their block's end.
+        let mut short = bytes_with_bad_frame(4096, 100, 0);
+        short[108..200].fill(0);
+        assert!(!runs_into_unwritten_block(&short, 100));
+        // A length word damaged upward, reaching zeros past a valid frame that follows.
+        let mut damaged = bytes_with_bad_frame(8192, 100, 0xff00);
+        let mut heartbeat = Vec::new();
+        format::encode_heartbeat(&mut heartbeat, 7);
+        damaged[200..200 + heartbeat.len()].copy_from_slice(&heartbeat);
+        damaged[4096..].fill(0);
+        assert!(!runs_into_unwritten_block(&damaged, 100));
+        // A zero block beyond the frame's extent.
+        let mut beyond = bytes_with_bad_frame(8192, 100, 50);
+        beyond[4096..4608].fill(0);
+        assert!(!runs_into_unwritten_block(&beyond, 100));
+    }
 }

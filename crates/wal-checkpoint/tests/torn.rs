@@ -101,15 +101,19 @@ fn bit_flips_in_the_last_frame_are_a_torn_tail() {
 #[test]
 fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     const PAGE: u64 = 4096;
+    const BLOCK: u64 = 512;
     let src = TempDir::new("hole-src");
     let n = 160;
     let (bytes, offsets) = history(src.path(), n);
-    // A put whose frames end well inside the second page: zeros from there to the page's end
-    // are what a power loss leaves when the disk got the later pages of a round but not that
-    // one; the frames on the later pages were never fsynced.
+    // A put whose frames end well inside the second page (and early in a 512-byte block):
+    // zeros from there to the page's end are what a power loss leaves when the page reached
+    // the disk before the next frames were written into it and the later pages of their round
+    // got there too; the frames on the later pages were never fsynced.
     let k = offsets
         .iter()
-        .position(|&end| end > PAGE && (200..PAGE - 400).contains(&(end % PAGE)))
+        .position(|&end| {
+            end > PAGE && (200..PAGE - 400).contains(&(end % PAGE)) && end % BLOCK < BLOCK - 100
+        })
         .expect("a put ending inside the second page");
     let hole = offsets[k] as usize;
     let page_end = (hole / PAGE as usize + 1) * PAGE as usize;
@@ -151,7 +155,7 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
         (bytes.len() - torn_from) as u64
     );
     // A length word damaged upward, in the last page before the extension's zeros, with whole
-    // frames after it in that page: corruption, although the frame now claims the zero page.
+    // frames after it: corruption, although the frame now claims the zeros.
     let damaged_at = offsets[offsets.len() - 2] as usize;
     assert_eq!(
         damaged_at / page,
@@ -168,10 +172,11 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
-    // Zeros that stop short of the page's end are no lost page: corruption.
+    // Zeros that stop short of their 512-byte block's end are no lost write: corruption.
+    let block_end = (hole / BLOCK as usize + 1) * BLOCK as usize;
     let mut zeroed = bytes.clone();
     zeroed[hole..hole + 64].fill(0);
-    assert!(zeroed[hole + 64..page_end].iter().any(|&b| b != 0));
+    assert!(zeroed[hole + 64..block_end].iter().any(|&b| b != 0));
     let (dir, path) = with_segment("zeros", &zeroed);
     match Wal::open(dir.path(), options(1, Durability::None)) {
         Err(Error::Corrupt { file, offset, .. }) => {
