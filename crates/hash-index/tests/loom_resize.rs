@@ -2,10 +2,10 @@
 //! case 12, and the list), on the real index: one group holding keys 10 → 1 and
 //! 20 → 2 in two buckets, resized on the main thread through the test hook (to one bucket, so
 //! the new group also exercises its chain) while a worker thread runs an operation (insert,
-//! update in place, remove, get). Everything
-//! the protocol touches (meta words, key and value words, chain heads, `tmp_group`, the root
-//! slot, the grace-period barrier, the restructure lock) is loom's, so every interleaving of the
-//! worker's operation with the resize's steps is explored up to the preemption bound.
+//! update in place, remove, get). Everything the protocol touches (meta words, key and value
+//! words, chain heads, `tmp_group`, the root slot, the grace-period barrier, the restructure
+//! lock) is loom's, so every interleaving of the worker's operation with the resize's steps is
+//! explored up to the preemption bound.
 //!
 //! The last models check the probing of nearby buckets: in a crowded group whose keys all share
 //! one home bucket, without a resize; and a key removed and put back during a migration, which
