@@ -260,7 +260,8 @@ pub(crate) fn read_frame(bytes: &[u8]) -> Frame<'_> {
     Frame::Valid(payload, FRAME_HEADER + len)
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
+/// The little-endian `u32` at `at` in `bytes` (which holds it whole).
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     let mut word = [0; 4];
     word.copy_from_slice(&bytes[at..at + 4]);
     u32::from_le_bytes(word)

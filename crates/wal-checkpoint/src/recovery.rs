@@ -263,9 +263,11 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize) -> bool {
     if zeros_to_block_end(at) {
         return true;
     }
-    let len = bytes.get(at + 4..at + 8).map_or(0, |word| {
-        u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize
-    });
+    let len = if at + FRAME_HEADER <= bytes.len() {
+        format::u32_at(bytes, at + 4) as usize
+    } else {
+        0
+    };
     let end = (at + FRAME_HEADER + len).min(bytes.len());
     (at / BLOCK + 1..)
         .map(|block| block * BLOCK)
@@ -279,7 +281,7 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize) -> bool {
 fn valid_frame_starts(bytes: &[u8], starts: Range<usize>) -> bool {
     (starts.start..starts.end.min(bytes.len().saturating_sub(FRAME_HEADER))).any(|at| {
         let rest = &bytes[at..];
-        let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+        let len = format::u32_at(rest, 4) as usize;
         len >= 9
             && len <= rest.len() - FRAME_HEADER
             && (1..=5).contains(&rest[FRAME_HEADER])

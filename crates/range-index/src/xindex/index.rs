@@ -563,43 +563,41 @@ fn upsert<K: IndexKey>(delta: &DeltaIndex<K>, key: K, value: u64) -> Option<u64>
     }
 }
 
-/// Replaces the value of a live `key` in `group` by `new` of it, looking in the same order as
-/// [`lookup`] (a removed record in the array may have a live copy in a delta index); never
-/// inserts, so it needs no retry while `buf` is frozen, as [`remove`] does not.
+/// Replaces the value of a live `key` in `group` by `new` of it; never inserts (see
+/// [`write_live`]).
 fn update<K: IndexKey>(
     group: &Group<K>,
     key: &K::Query,
     mut new: impl FnMut(u64) -> u64,
 ) -> Option<u64> {
-    if let Some(cell) = group.record(key)
-        && let Some(old) = record::update(cell, &mut new)
-    {
-        return Some(old);
-    }
-    if let Some(cell) = group.buf().get(key)
-        && let Some(old) = record::update(cell, &mut new)
-    {
-        return Some(old);
-    }
-    group
-        .tmp_buf()?
-        .get(key)
-        .and_then(|cell| record::update(cell, &mut new))
+    write_live(group, key, |cell| record::update(cell, &mut new))
 }
 
-/// Removes `key` from `group`, looking in the same order as [`lookup`]; never inserts.
+/// Removes `key` from `group`; never inserts (see [`write_live`]).
 fn remove<K: IndexKey>(group: &Group<K>, key: &K::Query) -> Option<u64> {
+    write_live(group, key, record::remove)
+}
+
+/// Runs `write` (a record function that changes only a live record and returns its old value)
+/// on `key`'s records in the same order as [`lookup`], until one holds the key live: a removed
+/// record in the array may have a live copy in a delta index. A write that never inserts needs
+/// no retry while `buf` is frozen.
+fn write_live<K: IndexKey>(
+    group: &Group<K>,
+    key: &K::Query,
+    mut write: impl FnMut(&RecordCell) -> Option<u64>,
+) -> Option<u64> {
     if let Some(cell) = group.record(key)
-        && let Some(old) = record::remove(cell)
+        && let Some(old) = write(cell)
     {
         return Some(old);
     }
     if let Some(cell) = group.buf().get(key)
-        && let Some(old) = record::remove(cell)
+        && let Some(old) = write(cell)
     {
         return Some(old);
     }
-    group.tmp_buf()?.get(key).and_then(record::remove)
+    group.tmp_buf()?.get(key).and_then(write)
 }
 
 impl<K: IndexKey> Inner<K> {
