@@ -170,7 +170,7 @@ pub(crate) fn read(path: &Path) -> Result<(CheckpointHeader, Arena)> {
     let mut count = 0u64;
     while at < body.len() {
         let offset = (CHECKPOINT_HEADER + at) as u64;
-        match format::read_frame(&body[at..]) {
+        match format::read_frame(&body[at..], format::Seed::PLAIN) {
             format::Frame::Valid(payload, len) => {
                 let (table, key, value) = format::decode_entry(payload)
                     .map_err(|reason| Error::corrupt(path, offset, reason))?;

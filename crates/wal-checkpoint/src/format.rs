@@ -4,7 +4,9 @@
 //! Log records and checkpoint entries are *frames*:
 //!
 //! ```text
-//! frame   = crc32c(len ‖ payload): u32 LE, len: u32 LE, payload: len bytes
+//! frame   = crc32c(salt ‖ len ‖ payload): u32 LE, len: u32 LE, payload: len bytes
+//!           (the salt of the segment's header, 8 bytes LE; none in version 1 segments and in
+//!           checkpoints, whose frames are crc32c(len ‖ payload))
 //! record  = kind: u8, ts: u64 LE, body
 //!   put        (1): table u32, key_len u32, key, value (the rest)
 //!   remove     (2): table u32, key_len u32, key
@@ -12,9 +14,17 @@
 //!                   [value_len u32, value] for puts); the frame's ts is the largest op ts
 //!   heartbeat  (4): nothing
 //!   checkpoint (5): t_begin u64, t_end u64
-//! segment header (36 bytes) = "LKVWALSG", version u32, lane u32, seq u64, prev_last_ts u64,
-//!                             crc32c of the previous 32 bytes: u32
-//! checkpoint = header (32 bytes: "LKVCKPTF", version u32, t_begin u64, t_end u64, crc32c u32),
+//!   synced     (6): through u64 (every byte of the segment below `through` was fsynced before
+//!                   this record was written; stamped like the record before it in the lane)
+//! segment header, version 2 (44 bytes) = "LKVWALSG", version u32, lane u32, seq u64,
+//!                   prev_last_ts u64, salt u64 (random, one per lane while the log is open),
+//!                   crc32c of the previous 40 bytes: u32
+//!   version 1 (36 bytes): the same without the salt; its segments hold no synced records
+//!
+//! The salt keeps a frame's image inside a value (a copy of another log's bytes, say) from
+//! passing for a frame of the segment: recovery tries every offset after a bad frame for the
+//! frames that tell a torn tail from corruption, and such an image fails the checksum there.
+//! checkpoint = header (32 bytes: "LKVCKPTF", version u32 (1), t_begin u64, t_end u64, crc32c u32),
 //!              entry frames (payload: table u32, key_len u32, key, value),
 //!              trailer (24 bytes: "LKVCKEND", count u64, crc32c of all entry frames u32,
 //!              crc32c of the previous 20 trailer bytes u32)
@@ -23,8 +33,14 @@
 //! All integers are little-endian. Decoding never panics: every length is checked against the
 //! bytes at hand.
 
-/// The format version this build writes and reads, for segments and checkpoints.
-pub const FORMAT_VERSION: u32 = 1;
+/// The segment format version this build writes. Version 2 added the header's salt, which
+/// seeds every frame's checksum, and the synced record (kind 6); version 1 segments are read
+/// too.
+pub const SEGMENT_VERSION: u32 = 2;
+/// The oldest segment format version this build reads.
+pub const OLDEST_SEGMENT_VERSION: u32 = 1;
+/// The checkpoint format version this build writes and reads.
+pub const CHECKPOINT_VERSION: u32 = 1;
 /// Magic number of a log segment.
 pub(crate) const SEGMENT_MAGIC: &[u8; 8] = b"LKVWALSG";
 /// Magic number of a checkpoint.
@@ -35,8 +51,10 @@ pub(crate) const CHECKPOINT_END: &[u8; 8] = b"LKVCKEND";
 pub(crate) const FRAME_HEADER: usize = 8;
 /// The largest payload a frame holds (keeps a corrupt length from asking for huge buffers).
 pub const MAX_PAYLOAD: usize = 1 << 30;
-/// Bytes of a segment header.
-pub(crate) const SEGMENT_HEADER: usize = 36;
+/// Bytes of a segment header (of the version this build writes; the largest).
+pub(crate) const SEGMENT_HEADER: usize = 44;
+/// Bytes of a version 1 segment header.
+const SEGMENT_HEADER_V1: usize = 36;
 /// Bytes of a checkpoint header.
 pub(crate) const CHECKPOINT_HEADER: usize = 32;
 /// Bytes of a checkpoint trailer.
@@ -47,6 +65,32 @@ const KIND_REMOVE: u8 = 2;
 const KIND_BATCH: u8 = 3;
 const KIND_HEARTBEAT: u8 = 4;
 const KIND_CHECKPOINT: u8 = 5;
+const KIND_SYNCED: u8 = 6;
+
+/// Where a frame's checksum starts: the CRC32C of its segment's salt, or 0 (plain CRC32C) in
+/// version 1 segments and checkpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seed(u32);
+
+impl Seed {
+    /// Plain CRC32C frames.
+    pub const PLAIN: Seed = Seed(0);
+
+    /// The seed of the frames of a segment whose header has `salt`.
+    pub fn of(salt: u64) -> Seed {
+        Seed(crc32c::crc32c(&salt.to_le_bytes()))
+    }
+}
+
+/// Whether `kind` is the kind byte of a log record in a segment with `header`.
+pub(crate) fn is_record_kind(kind: u8, header: &SegmentHeader) -> bool {
+    let last = if header.salt.is_some() {
+        KIND_SYNCED
+    } else {
+        KIND_CHECKPOINT
+    };
+    (KIND_PUT..=last).contains(&kind)
+}
 
 /// One operation of a [`crate::Wal::batch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +149,8 @@ pub(crate) enum Record {
     Heartbeat { ts: u64 },
     /// A checkpoint was written covering `[t_begin, t_end]`.
     Checkpoint { ts: u64, t_begin: u64, t_end: u64 },
+    /// The segment's first `through` bytes were fsynced before this record was written.
+    Synced { ts: u64, through: u64 },
 }
 
 impl Record {
@@ -112,15 +158,17 @@ impl Record {
     pub fn ts(&self) -> u64 {
         match self {
             Record::Single(change) => change.ts,
-            Record::Batch { ts, .. } | Record::Heartbeat { ts } | Record::Checkpoint { ts, .. } => {
-                *ts
-            }
+            Record::Batch { ts, .. }
+            | Record::Heartbeat { ts }
+            | Record::Checkpoint { ts, .. }
+            | Record::Synced { ts, .. } => *ts,
         }
     }
 }
 
-/// Appends a frame whose payload `fill` writes to `buf`; returns the frame's length.
-fn frame(buf: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>)) -> usize {
+/// Appends a frame whose payload `fill` writes to `buf`, checksummed from `seed`; returns the
+/// frame's length.
+fn frame(buf: &mut Vec<u8>, seed: Seed, fill: impl FnOnce(&mut Vec<u8>)) -> usize {
     let start = buf.len();
     buf.extend_from_slice(&[0; FRAME_HEADER]);
     fill(buf);
@@ -128,7 +176,7 @@ fn frame(buf: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>)) -> usize {
     debug_assert!(len <= MAX_PAYLOAD, "callers check sizes before framing");
     buf[start + 4..start + 8].copy_from_slice(&(len as u32).to_le_bytes());
     // The length and the payload are contiguous: one checksum call covers both.
-    let crc = crc32c::crc32c(&buf[start + 4..]);
+    let crc = crc32c::crc32c_append(seed.0, &buf[start + 4..]);
     buf[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     buf.len() - start
 }
@@ -152,12 +200,13 @@ pub(crate) fn batch_len(ops: &[BatchOp<'_>]) -> usize {
 /// Appends a put (`value` is `Some`) or remove record.
 pub(crate) fn encode_single(
     buf: &mut Vec<u8>,
+    seed: Seed,
     ts: u64,
     table: u32,
     key: &[u8],
     value: Option<&[u8]>,
 ) -> usize {
-    frame(buf, |b| {
+    frame(buf, seed, |b| {
         b.push(if value.is_some() {
             KIND_PUT
         } else {
@@ -173,9 +222,14 @@ pub(crate) fn encode_single(
 
 /// Appends a batch record of non-empty `ops`, stamped `first`, `first + 1`, … in order (the
 /// record commits at the last).
-pub(crate) fn encode_batch(buf: &mut Vec<u8>, ops: &[BatchOp<'_>], first: u64) -> usize {
+pub(crate) fn encode_batch(
+    buf: &mut Vec<u8>,
+    seed: Seed,
+    ops: &[BatchOp<'_>],
+    first: u64,
+) -> usize {
     let ts = first + ops.len() as u64 - 1;
-    frame(buf, |b| {
+    frame(buf, seed, |b| {
         b.push(KIND_BATCH);
         b.extend_from_slice(&ts.to_le_bytes());
         b.extend_from_slice(&(ops.len() as u32).to_le_bytes());
@@ -199,8 +253,8 @@ pub(crate) fn encode_batch(buf: &mut Vec<u8>, ops: &[BatchOp<'_>], first: u64) -
 }
 
 /// Appends a heartbeat record.
-pub(crate) fn encode_heartbeat(buf: &mut Vec<u8>, ts: u64) -> usize {
-    frame(buf, |b| {
+pub(crate) fn encode_heartbeat(buf: &mut Vec<u8>, seed: Seed, ts: u64) -> usize {
+    frame(buf, seed, |b| {
         b.push(KIND_HEARTBEAT);
         b.extend_from_slice(&ts.to_le_bytes());
     })
@@ -209,11 +263,12 @@ pub(crate) fn encode_heartbeat(buf: &mut Vec<u8>, ts: u64) -> usize {
 /// Appends a checkpoint-marker record.
 pub(crate) fn encode_checkpoint_marker(
     buf: &mut Vec<u8>,
+    seed: Seed,
     ts: u64,
     t_begin: u64,
     t_end: u64,
 ) -> usize {
-    frame(buf, |b| {
+    frame(buf, seed, |b| {
         b.push(KIND_CHECKPOINT);
         b.extend_from_slice(&ts.to_le_bytes());
         b.extend_from_slice(&t_begin.to_le_bytes());
@@ -221,9 +276,37 @@ pub(crate) fn encode_checkpoint_marker(
     })
 }
 
+/// Bytes of a synced record's frame.
+pub(crate) const SYNCED_FRAME: usize = FRAME_HEADER + 1 + 8 + 8;
+
+/// Appends a synced record: the segment's first `through` bytes are fsynced.
+pub(crate) fn encode_synced(buf: &mut Vec<u8>, seed: Seed, ts: u64, through: u64) -> usize {
+    frame(buf, seed, |b| {
+        b.push(KIND_SYNCED);
+        b.extend_from_slice(&ts.to_le_bytes());
+        b.extend_from_slice(&through.to_le_bytes());
+    })
+}
+
+/// The `through` of the valid synced record (checksummed from `seed`) starting at `bytes[0]`,
+/// if one does (a cheap test of its length and kind first: recovery tries every offset after
+/// a bad frame).
+pub(crate) fn synced_at(bytes: &[u8], seed: Seed) -> Option<u64> {
+    if bytes.len() < SYNCED_FRAME
+        || u32_at(bytes, 4) as usize != SYNCED_FRAME - FRAME_HEADER
+        || bytes[FRAME_HEADER] != KIND_SYNCED
+    {
+        return None;
+    }
+    match read_frame(bytes, seed) {
+        Frame::Valid(payload, _) => Some(u64_at(payload, 9)),
+        _ => None,
+    }
+}
+
 /// Appends a checkpoint entry frame.
 pub(crate) fn encode_entry(buf: &mut Vec<u8>, table: u32, key: &[u8], value: &[u8]) -> usize {
-    frame(buf, |b| {
+    frame(buf, Seed::PLAIN, |b| {
         put_key(b, table, key);
         b.extend_from_slice(value);
     })
@@ -240,8 +323,8 @@ pub(crate) enum Frame<'a> {
     Bad(&'static str),
 }
 
-/// Reads the frame at the start of `bytes`.
-pub(crate) fn read_frame(bytes: &[u8]) -> Frame<'_> {
+/// Reads the frame at the start of `bytes`, checksummed from `seed`.
+pub(crate) fn read_frame(bytes: &[u8], seed: Seed) -> Frame<'_> {
     if bytes.len() < FRAME_HEADER {
         return Frame::Short;
     }
@@ -254,7 +337,7 @@ pub(crate) fn read_frame(bytes: &[u8]) -> Frame<'_> {
         return Frame::Short;
     }
     let payload = &bytes[FRAME_HEADER..FRAME_HEADER + len];
-    if crc32c::crc32c(&bytes[4..FRAME_HEADER + len]) != crc {
+    if crc32c::crc32c_append(seed.0, &bytes[4..FRAME_HEADER + len]) != crc {
         return Frame::Bad("frame checksum mismatch");
     }
     Frame::Valid(payload, FRAME_HEADER + len)
@@ -362,6 +445,10 @@ pub(crate) fn decode_record(payload: &[u8]) -> Result<Record, &'static str> {
             let t_end = c.u64().ok_or("checkpoint marker truncated")?;
             Record::Checkpoint { ts, t_begin, t_end }
         }
+        KIND_SYNCED => {
+            let through = c.u64().ok_or("synced record truncated")?;
+            Record::Synced { ts, through }
+        }
         _ => return Err("unknown record kind"),
     };
     if !c.done() {
@@ -387,38 +474,70 @@ pub(crate) struct SegmentHeader {
     pub seq: u64,
     /// The timestamp of the last record of the lane's previous segment (0 for the first).
     pub prev_last_ts: u64,
+    /// The random number that seeds the checksums of the segment's frames; `None` in a
+    /// version 1 segment (plain checksums, no synced records).
+    pub salt: Option<u64>,
 }
 
 impl SegmentHeader {
-    pub fn encode(&self) -> [u8; SEGMENT_HEADER] {
-        let mut out = [0; SEGMENT_HEADER];
-        out[..8].copy_from_slice(SEGMENT_MAGIC);
-        out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out[12..16].copy_from_slice(&self.lane.to_le_bytes());
-        out[16..24].copy_from_slice(&self.seq.to_le_bytes());
-        out[24..32].copy_from_slice(&self.prev_last_ts.to_le_bytes());
-        let crc = crc32c::crc32c(&out[..32]);
-        out[32..].copy_from_slice(&crc.to_le_bytes());
+    /// The header's bytes: version 2, or version 1 without a salt (for tests of old logs).
+    pub fn encode(&self) -> Vec<u8> {
+        let (version, len) = match self.salt {
+            Some(_) => (SEGMENT_VERSION, SEGMENT_HEADER),
+            None => (OLDEST_SEGMENT_VERSION, SEGMENT_HEADER_V1),
+        };
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(SEGMENT_MAGIC);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&self.lane.to_le_bytes());
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&self.prev_last_ts.to_le_bytes());
+        if let Some(salt) = self.salt {
+            out.extend_from_slice(&salt.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
+    /// Where the checksums of the segment's frames start.
+    pub fn seed(&self) -> Seed {
+        self.salt.map_or(Seed::PLAIN, Seed::of)
+    }
+
+    /// The header's length in bytes (where the segment's first frame starts).
+    pub fn len(&self) -> usize {
+        if self.salt.is_some() {
+            SEGMENT_HEADER
+        } else {
+            SEGMENT_HEADER_V1
+        }
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<Self, &'static str> {
-        if bytes.len() < SEGMENT_HEADER {
+        if bytes.len() < SEGMENT_HEADER_V1 {
             return Err("file shorter than a segment header");
         }
         if &bytes[..8] != SEGMENT_MAGIC {
             return Err("not a learnkv log segment (bad magic)");
         }
-        if crc32c::crc32c(&bytes[..32]) != u32_at(bytes, 32) {
-            return Err("segment header checksum mismatch");
+        let version = u32_at(bytes, 8);
+        let len = match version {
+            OLDEST_SEGMENT_VERSION => SEGMENT_HEADER_V1,
+            SEGMENT_VERSION => SEGMENT_HEADER,
+            _ => return Err("unsupported segment format version"),
+        };
+        if bytes.len() < len {
+            return Err("file shorter than a segment header");
         }
-        if u32_at(bytes, 8) != FORMAT_VERSION {
-            return Err("unsupported segment format version");
+        if crc32c::crc32c(&bytes[..len - 4]) != u32_at(bytes, len - 4) {
+            return Err("segment header checksum mismatch");
         }
         Ok(Self {
             lane: u32_at(bytes, 12),
             seq: u64_at(bytes, 16),
             prev_last_ts: u64_at(bytes, 24),
+            salt: (version == SEGMENT_VERSION).then(|| u64_at(bytes, 32)),
         })
     }
 }
@@ -434,7 +553,7 @@ impl CheckpointHeader {
     pub fn encode(&self) -> [u8; CHECKPOINT_HEADER] {
         let mut out = [0; CHECKPOINT_HEADER];
         out[..8].copy_from_slice(CHECKPOINT_MAGIC);
-        out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[8..12].copy_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
         out[12..20].copy_from_slice(&self.t_begin.to_le_bytes());
         out[20..28].copy_from_slice(&self.t_end.to_le_bytes());
         let crc = crc32c::crc32c(&out[..28]);
@@ -452,7 +571,7 @@ impl CheckpointHeader {
         if crc32c::crc32c(&bytes[..28]) != u32_at(bytes, 28) {
             return Err("checkpoint header checksum mismatch");
         }
-        if u32_at(bytes, 8) != FORMAT_VERSION {
+        if u32_at(bytes, 8) != CHECKPOINT_VERSION {
             return Err("unsupported checkpoint format version");
         }
         let header = Self {
@@ -504,9 +623,10 @@ mod tests {
 
     #[test]
     fn records_round_trip() {
+        let seed = Seed::of(0x5a17);
         let mut buf = Vec::new();
-        encode_single(&mut buf, 7, 3, b"key", Some(b"value"));
-        encode_single(&mut buf, 8, 3, b"key", None);
+        encode_single(&mut buf, seed, 7, 3, b"key", Some(b"value"));
+        encode_single(&mut buf, seed, 8, 3, b"key", None);
         let ops = [
             BatchOp::Put {
                 table: 1,
@@ -515,20 +635,40 @@ mod tests {
             },
             BatchOp::Remove { table: 2, key: b"" },
         ];
-        encode_batch(&mut buf, &ops, 9);
-        encode_heartbeat(&mut buf, 11);
-        encode_checkpoint_marker(&mut buf, 12, 4, 6);
+        encode_batch(&mut buf, seed, &ops, 9);
+        encode_heartbeat(&mut buf, seed, 11);
+        encode_checkpoint_marker(&mut buf, seed, 12, 4, 6);
+        let synced_from = buf.len();
+        encode_synced(&mut buf, seed, 12, 99);
+        assert_eq!(buf.len() - synced_from, SYNCED_FRAME);
+        assert_eq!(synced_at(&buf[synced_from..], seed), Some(99));
+        assert_eq!(synced_at(&buf[synced_from..buf.len() - 1], seed), None);
+        assert_eq!(synced_at(&buf, seed), None, "a put is no synced record");
         let mut at = 0;
         let mut records = Vec::new();
         while at < buf.len() {
-            let Frame::Valid(payload, len) = read_frame(&buf[at..]) else {
+            let Frame::Valid(payload, len) = read_frame(&buf[at..], seed) else {
                 panic!("frame at {at} is valid");
             };
+            // Another segment's frames are checksummed from another seed.
+            let other = read_frame(&buf[at..], Seed::of(0x5a18));
+            assert!(!matches!(other, Frame::Valid(..)));
+            assert!(!matches!(
+                read_frame(&buf[at..], Seed::PLAIN),
+                Frame::Valid(..)
+            ));
             records.push(decode_record(payload).expect("record decodes"));
             at += len;
         }
         let ts: Vec<u64> = records.iter().map(Record::ts).collect();
-        assert_eq!(ts, [7, 8, 10, 11, 12]);
+        assert_eq!(ts, [7, 8, 10, 11, 12, 12]);
+        assert_eq!(
+            records[5],
+            Record::Synced {
+                ts: 12,
+                through: 99
+            }
+        );
         assert_eq!(
             records[2],
             Record::Batch {
@@ -553,19 +693,26 @@ mod tests {
 
     #[test]
     fn every_truncation_and_bit_flip_is_detected() {
-        let mut buf = Vec::new();
-        encode_single(&mut buf, 7, 3, b"key", Some(b"value"));
-        for cut in 0..buf.len() {
-            assert!(!matches!(read_frame(&buf[..cut]), Frame::Valid(..)));
+        for seed in [Seed::PLAIN, Seed::of(1)] {
+            let mut buf = Vec::new();
+            encode_single(&mut buf, seed, 7, 3, b"key", Some(b"value"));
+            assert!(matches!(read_frame(&buf, seed), Frame::Valid(..)));
+            for cut in 0..buf.len() {
+                assert!(!matches!(read_frame(&buf[..cut], seed), Frame::Valid(..)));
+            }
+            for bit in 0..buf.len() * 8 {
+                let mut flipped = buf.clone();
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                assert!(
+                    !matches!(read_frame(&flipped, seed), Frame::Valid(..)),
+                    "bit {bit}"
+                );
+            }
         }
-        for bit in 0..buf.len() * 8 {
-            let mut flipped = buf.clone();
-            flipped[bit / 8] ^= 1 << (bit % 8);
-            assert!(
-                !matches!(read_frame(&flipped), Frame::Valid(..)),
-                "bit {bit}"
-            );
-        }
+        // Plain frames are plain CRC32C (version 1 segments, checkpoints).
+        let mut plain = Vec::new();
+        encode_heartbeat(&mut plain, Seed::PLAIN, 5);
+        assert_eq!(u32_at(&plain, 0), crc32c::crc32c(&plain[4..]));
     }
 
     #[test]
@@ -574,8 +721,17 @@ mod tests {
             lane: 3,
             seq: 9,
             prev_last_ts: 77,
+            salt: Some(0xfeed),
         };
+        assert_eq!(h.encode().len(), h.len());
         assert_eq!(SegmentHeader::decode(&h.encode()), Ok(h));
+        let v1 = SegmentHeader { salt: None, ..h };
+        assert_eq!((v1.encode().len(), v1.len()), (36, 36));
+        assert_eq!(
+            SegmentHeader::decode(&v1.encode()),
+            Ok(v1),
+            "version 1 is read"
+        );
         let c = CheckpointHeader {
             t_begin: 1,
             t_end: 5,
@@ -585,10 +741,24 @@ mod tests {
         assert_eq!(CheckpointTrailer::decode(&t.encode()), Ok(t));
         assert!(SegmentHeader::decode(&[0; 10]).is_err());
         assert!(SegmentHeader::decode(&c.encode()).is_err());
-        let mut bad = h.encode();
-        bad[20] ^= 1;
-        assert!(SegmentHeader::decode(&bad).is_err());
+        assert!(SegmentHeader::decode(&h.encode()[..40]).is_err());
+        for header in [h, v1] {
+            let mut bad = header.encode();
+            bad[20] ^= 1;
+            assert!(SegmentHeader::decode(&bad).is_err());
+        }
+        let mut newer = h.encode();
+        newer[8..12].copy_from_slice(&(SEGMENT_VERSION + 1).to_le_bytes());
+        let crc = crc32c::crc32c(&newer[..40]);
+        newer[40..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            SegmentHeader::decode(&newer),
+            Err("unsupported segment format version")
+        );
+        assert!(is_record_kind(KIND_SYNCED, &h) && !is_record_kind(KIND_SYNCED, &v1));
+        assert!(is_record_kind(KIND_PUT, &v1) && !is_record_kind(0, &h));
         assert!(decode_record(&[1, 2, 3]).is_err());
+        assert!(decode_record(&[KIND_SYNCED, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]).is_err());
         assert!(decode_record(&[KIND_BATCH, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]).is_err());
     }
 }

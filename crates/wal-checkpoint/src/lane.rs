@@ -8,13 +8,13 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::faults::{self, FaultPlan};
-use crate::format::{self, SegmentHeader};
+use crate::format::{self, Seed, SegmentHeader};
 
 /// The file name of segment `seq` of `lane`.
 pub(crate) fn segment_name(lane: u32, seq: u64) -> String {
@@ -38,6 +38,8 @@ pub(crate) struct LaneBuf {
     pub data_ts: u64,
     /// Whether records were appended since the lane's last fsync.
     pub dirty: bool,
+    /// Where the checksums of the lane's frames start ([`Chain::seed`]).
+    pub seed: Seed,
 }
 
 impl LaneBuf {
@@ -56,16 +58,42 @@ pub(crate) struct Closed {
     pub last_ts: u64,
 }
 
+/// What the segments of a lane share while the log is open.
+#[derive(Debug, Clone)]
+pub(crate) struct Chain {
+    /// The directory of the segment files.
+    pub dir: PathBuf,
+    pub lane: u32,
+    /// The random number in every header of the chain, which seeds the checksums of the
+    /// segments' frames ([`new_salt`]): one for the whole chain, so that frames buffered before
+    /// a rotation stay valid in the next segment.
+    pub salt: u64,
+    /// The size past which a segment rotates.
+    pub max_bytes: u64,
+    pub faults: Option<Arc<FaultPlan>>,
+}
+
+impl Chain {
+    /// Where the checksums of the chain's frames start.
+    pub fn seed(&self) -> Seed {
+        Seed::of(self.salt)
+    }
+}
+
 /// The lane's current segment file.
 #[derive(Debug)]
 pub(crate) struct SegmentFile {
-    dir: PathBuf,
-    lane: u32,
+    chain: Chain,
     file: File,
     path: PathBuf,
     seq: u64,
     /// Bytes of the file known good (header and whole frames).
     len: u64,
+    /// Bytes of the file known fsynced (a prefix of `len`).
+    synced: u64,
+    /// The `synced` that the file's last synced record states (0 before the first): the next
+    /// chunk written carries a synced record when `synced` has moved past it.
+    marked: u64,
     /// The file's size: `len`, or more once [`SegmentFile::write`] has extended it ahead.
     extended: u64,
     /// The timestamp of the last record written to the file.
@@ -77,68 +105,70 @@ pub(crate) struct SegmentFile {
     pub closed: Vec<Closed>,
     /// An empty buffer with capacity, swapped into the lane on the next drain.
     spare: Vec<u8>,
-    max_bytes: u64,
-    faults: Option<Arc<FaultPlan>>,
 }
 
 /// Where an I/O call failed.
 pub(crate) type IoFailure = (PathBuf, io::Error);
 
 impl SegmentFile {
-    /// Creates segment `seq` of `lane` in `dir` holding a header and `first` (framed records
-    /// and the timestamp of the last), fsyncs it and the directory.
+    /// Creates segment `seq` of `chain` holding a header and, when `first_heartbeat` gives
+    /// its stamp, a heartbeat; fsyncs it and the directory.
     pub fn create(
-        dir: &Path,
-        lane: u32,
+        chain: Chain,
         seq: u64,
         prev_last_ts: u64,
-        first: Option<(&[u8], u64)>,
-        max_bytes: u64,
-        faults: Option<Arc<FaultPlan>>,
+        first_heartbeat: Option<u64>,
     ) -> Result<Self, IoFailure> {
-        let path = dir.join(segment_name(lane, seq));
+        let path = chain.dir.join(segment_name(chain.lane, seq));
         let mut file = OpenOptions::new()
             .create_new(true)
             .write(true)
             .open(&path)
             .map_err(|e| (path.clone(), e))?;
-        let header = SegmentHeader {
-            lane,
+        let mut bytes = SegmentHeader {
+            lane: chain.lane,
             seq,
             prev_last_ts,
+            salt: Some(chain.salt),
         }
         .encode();
-        let mut bytes = header.to_vec();
         let mut last_ts = prev_last_ts;
-        if let Some((records, ts)) = first {
-            bytes.extend_from_slice(records);
+        if let Some(ts) = first_heartbeat {
+            format::encode_heartbeat(&mut bytes, chain.seed(), ts);
             last_ts = ts;
         }
-        let plan = faults.as_deref();
+        let plan = chain.faults.as_deref();
         faults::write_all(&mut file, &bytes, plan)
             .and_then(|()| faults::sync(&file, plan))
-            .and_then(|()| faults::sync_dir(dir))
+            .and_then(|()| faults::sync_dir(&chain.dir))
             .map_err(|e| (path.clone(), e))?;
         Ok(Self {
-            dir: dir.to_owned(),
-            lane,
+            chain,
             file,
             path,
             seq,
             len: bytes.len() as u64,
+            synced: bytes.len() as u64,
+            marked: 0,
             extended: bytes.len() as u64,
             last_ts,
             failed: false,
             closed: Vec::new(),
             spare: Vec::new(),
-            max_bytes,
-            faults,
         })
     }
 
     /// Writes `chunk` (whole frames, the last stamped `last_ts`), rotating first when the
     /// segment is full, and fsyncs when `sync`. On a failed write the file is cut back to its
     /// last good length, so it never ends in half a frame that a later write would bury.
+    ///
+    /// A chunk written after a sync that the segment's synced records do not state yet ends
+    /// with a synced record of how far the segment was fsynced (appended to `chunk`): recovery
+    /// then tells a zeroed block among fsynced frames (corruption) from one that never reached
+    /// the disk before a power loss (a torn tail). A round heartbeats every lane, so in
+    /// `Immediate` mode every round's chunk of every lane carries one (25 bytes), and so does
+    /// each segment's first chunk (naming the bytes the segment was created with); no write
+    /// call is added.
     ///
     /// The file is extended ahead of the frames (a sparse tail of zeros, `extend_ahead`
     /// bytes): an fdatasync after an append that grows the file must also commit the new
@@ -147,7 +177,12 @@ impl SegmentFile {
     /// lane's last segment; rotation and [`SegmentFile::trim`] cut them first.
     ///
     /// Once a write or sync has failed, every later call fails too (see `failed`).
-    pub fn write(&mut self, chunk: &[u8], last_ts: u64, sync: bool) -> Result<u64, IoFailure> {
+    pub fn write(
+        &mut self,
+        chunk: &mut Vec<u8>,
+        last_ts: u64,
+        sync: bool,
+    ) -> Result<u64, IoFailure> {
         if self.failed {
             return Err((
                 self.path.clone(),
@@ -160,13 +195,22 @@ impl SegmentFile {
     }
 
     /// [`SegmentFile::write`] on a segment with no failure behind it.
-    fn write_or_fail(&mut self, chunk: &[u8], last_ts: u64, sync: bool) -> Result<u64, IoFailure> {
+    fn write_or_fail(
+        &mut self,
+        chunk: &mut Vec<u8>,
+        last_ts: u64,
+        sync: bool,
+    ) -> Result<u64, IoFailure> {
         if !chunk.is_empty() {
-            if self.len >= self.max_bytes {
+            if self.len >= self.chain.max_bytes {
                 self.rotate()?;
             }
+            let marked = self.synced > self.marked;
+            if marked {
+                format::encode_synced(chunk, self.chain.seed(), last_ts, self.synced);
+            }
             let end = self.len + chunk.len() as u64;
-            let plan = self.faults.as_deref();
+            let plan = self.chain.faults.as_deref();
             let written = if end > self.extended {
                 let size = end + extend_ahead(end);
                 self.file.set_len(size).map(|()| self.extended = size)
@@ -183,9 +227,14 @@ impl SegmentFile {
             }
             self.len += chunk.len() as u64;
             self.last_ts = last_ts;
+            if marked {
+                self.marked = self.synced;
+            }
         }
         if sync {
-            faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))?;
+            faults::sync(&self.file, self.chain.faults.as_deref())
+                .map_err(|e| (self.path.clone(), e))?;
+            self.synced = self.len;
         }
         Ok(chunk.len() as u64)
     }
@@ -200,21 +249,16 @@ impl SegmentFile {
                 .map_err(|e| (self.path.clone(), e))?;
             self.extended = self.len;
         }
-        faults::sync(&self.file, self.faults.as_deref()).map_err(|e| (self.path.clone(), e))
+        faults::sync(&self.file, self.chain.faults.as_deref())
+            .map_err(|e| (self.path.clone(), e))?;
+        self.synced = self.len;
+        Ok(())
     }
 
     /// Closes the current segment (trimmed and fsynced) and starts the next one.
     fn rotate(&mut self) -> Result<(), IoFailure> {
         self.trim()?;
-        let next = Self::create(
-            &self.dir,
-            self.lane,
-            self.seq + 1,
-            self.last_ts,
-            None,
-            self.max_bytes,
-            self.faults.clone(),
-        )?;
+        let next = Self::create(self.chain.clone(), self.seq + 1, self.last_ts, None)?;
         let old = std::mem::replace(self, next);
         self.closed = old.closed;
         self.closed.push(Closed {
@@ -242,6 +286,18 @@ impl SegmentFile {
         }
         Ok(deleted)
     }
+}
+
+/// A salt for the segments a lane writes while the log is open: it seeds their frames'
+/// checksums, so that a frame's image inside a value (a copy of another log's bytes) never
+/// passes for one of their frames. Random: the standard library's randomly keyed hasher over
+/// the lane and the time.
+pub(crate) fn new_salt(lane: u32) -> u64 {
+    use std::hash::BuildHasher;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    std::hash::RandomState::new().hash_one((lane, nanos))
 }
 
 /// How far a segment of `len` bytes is extended beyond its frames: as much again, from 64 KiB
@@ -283,27 +339,43 @@ impl Lane {
 
 /// Appends a heartbeat to a lane buffer.
 pub(crate) fn heartbeat(buf: &mut LaneBuf, ts: u64) {
-    format::encode_heartbeat(&mut buf.bytes, ts);
+    format::encode_heartbeat(&mut buf.bytes, buf.seed, ts);
     buf.last_ts = ts;
     buf.dirty = true;
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+
+    /// A chain of lane 0 in `dir`.
+    fn chain(dir: &Path, faults: Option<Arc<FaultPlan>>) -> Chain {
+        Chain {
+            dir: dir.to_owned(),
+            lane: 0,
+            salt: new_salt(0),
+            max_bytes: 1 << 20,
+            faults,
+        }
+    }
 
     #[test]
     fn a_segment_refuses_every_write_after_a_failed_one() {
         let temp = test_support::TempDir::new("lane-failed-write");
         let dir = temp.path();
         let plan = Arc::new(FaultPlan::new());
-        let mut file = SegmentFile::create(dir, 0, 0, 0, None, 1 << 20, Some(Arc::clone(&plan)))
-            .expect("create");
-        file.write(b"first chunk", 1, false).expect("first write");
+        let mut file =
+            SegmentFile::create(chain(dir, Some(Arc::clone(&plan))), 0, 0, None).expect("create");
+        file.write(&mut b"first chunk".to_vec(), 1, false)
+            .expect("first write");
         plan.fail_write_after(1);
-        assert!(file.write(b"lost chunk", 2, false).is_err());
+        assert!(file.write(&mut b"lost chunk".to_vec(), 2, false).is_err());
         let writes = plan.counts().0;
-        let refused = file.write(b"later chunk", 3, true).expect_err("refused");
+        let refused = file
+            .write(&mut b"later chunk".to_vec(), 3, true)
+            .expect_err("refused");
         assert!(
             refused.1.to_string().contains("earlier write"),
             "{}",
@@ -311,9 +383,40 @@ mod tests {
         );
         assert_eq!(plan.counts().0, writes, "nothing reached the file");
         let on_disk = fs::read(&file.path).expect("read");
+        let (first, mark) = on_disk.split_at(on_disk.len() - format::SYNCED_FRAME);
         assert!(
-            on_disk.ends_with(b"first chunk"),
+            first.ends_with(b"first chunk"),
             "cut back to the last good chunk"
         );
+        let header = format::SEGMENT_HEADER as u64;
+        assert_eq!(
+            format::synced_at(mark, file.chain.seed()),
+            Some(header),
+            "the header was synced"
+        );
+    }
+
+    #[test]
+    fn a_chunk_after_a_sync_states_how_far_the_segment_was_synced() {
+        let temp = test_support::TempDir::new("lane-synced-record");
+        let dir = temp.path();
+        let mut file = SegmentFile::create(chain(dir, None), 0, 0, None).expect("create");
+        let seed = file.chain.seed();
+        let header = format::SEGMENT_HEADER as u64;
+        let mut first = b"unsynced".to_vec();
+        file.write(&mut first, 1, false).expect("write");
+        assert_eq!(format::synced_at(&first[8..], seed), Some(header));
+        let mut second = b"synced".to_vec();
+        file.write(&mut second, 2, true).expect("write and sync");
+        assert_eq!(second, b"synced", "no sync since the last record");
+        let synced = header + (first.len() + second.len()) as u64;
+        let mut third = b"after".to_vec();
+        file.write(&mut third, 3, false).expect("write");
+        assert_eq!(format::synced_at(&third[5..], seed), Some(synced));
+        let mut idle = Vec::new();
+        file.write(&mut idle, 3, true)
+            .expect("an empty round syncs");
+        assert!(idle.is_empty(), "an empty chunk gets no record");
+        assert_ne!(new_salt(0), new_salt(0), "every chain draws its own salt");
     }
 }

@@ -6,9 +6,13 @@
 //!    frame): after a power loss, a write that never reached the disk (or a block that reached
 //!    it before the frame was written into it) reads as zeros while later blocks of the same
 //!    round did; the frames on them were never fsynced, as an fsync would have written the
-//!    earlier block too. A zeroed block among fsynced frames looks the same and is cut as well:
-//!    without a durable record of how far each lane was synced, recovery cannot tell the two
-//!    apart. Any other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
+//!    earlier block too. Unless the frame lies in bytes that a valid synced record after it
+//!    says were fsynced (the log ends each chunk written after a sync with one): a zeroed
+//!    block among fsynced frames is no torn tail. (Frames are checksummed from the salt of
+//!    their segment's header, so a frame's image inside a value never counts as one.) Bytes whose sync no
+//!    synced record on disk names (a lane's last round, or a round whose record was lost with
+//!    the next chunk) are still cut as a torn tail when a block of them reads as zeros. Any
+//!    other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
 //!    tolerant mode, ends that lane there).
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
@@ -40,7 +44,9 @@ use std::time::{Duration, Instant};
 use crate::checkpoint;
 use crate::error::{Error, Result};
 use crate::faults;
-use crate::format::{self, Change, FRAME_HEADER, Frame, Record, SEGMENT_HEADER, SegmentHeader};
+use crate::format::{
+    self, Change, FRAME_HEADER, Frame, Record, SEGMENT_HEADER, Seed, SegmentHeader,
+};
 use crate::lane::{self, Closed};
 
 /// Checkpoint entries or final pairs, packed: one byte buffer and a slot per entry.
@@ -236,11 +242,19 @@ pub(crate) struct Recovered {
     pub clock: u64,
 }
 
+/// A segment cut back to its first `at` bytes by a repair.
+#[derive(Debug)]
+struct Cut {
+    path: PathBuf,
+    at: u64,
+    /// The stamp of a heartbeat to append after the cut, and the seed of the file's frames.
+    heartbeat: Option<(u64, Seed)>,
+}
+
 /// File changes recovery makes once it knows it succeeds.
 #[derive(Debug, Default)]
 struct Repairs {
-    /// (file, length to cut it to, stamp of a heartbeat to append after the cut).
-    cuts: Vec<(PathBuf, u64, Option<u64>)>,
+    cuts: Vec<Cut>,
     deletes: Vec<PathBuf>,
 }
 
@@ -255,7 +269,7 @@ const BLOCK: usize = 512;
 /// valid frame starting before that block. The first such block decides, so a length word
 /// damaged upward that reaches the zeros of the segment's extension past later frames is
 /// corruption.
-fn runs_into_unwritten_block(bytes: &[u8], at: usize) -> bool {
+fn runs_into_unwritten_block(bytes: &[u8], at: usize, header: &SegmentHeader) -> bool {
     let zeros_to_block_end = |from: usize| {
         let end = ((from / BLOCK + 1) * BLOCK).min(bytes.len());
         from < end && bytes[from..end].iter().all(|&b| b == 0)
@@ -273,20 +287,37 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize) -> bool {
         .map(|block| block * BLOCK)
         .take_while(|&boundary| boundary < end)
         .find(|&boundary| zeros_to_block_end(boundary))
-        .is_some_and(|boundary| !valid_frame_starts(bytes, at + 1..boundary))
+        .is_some_and(|boundary| !valid_frame_starts(bytes, at + 1..boundary, header))
 }
 
-/// Whether some valid frame starts at a position of `starts` in `bytes` (after a bad frame:
-/// then that frame is corruption, not a torn tail).
-fn valid_frame_starts(bytes: &[u8], starts: Range<usize>) -> bool {
+/// Whether some valid frame starts at a position of `starts` in `bytes`, a segment with
+/// `header` (after a bad frame: then that frame is corruption, not a torn tail).
+fn valid_frame_starts(bytes: &[u8], starts: Range<usize>, header: &SegmentHeader) -> bool {
     (starts.start..starts.end.min(bytes.len().saturating_sub(FRAME_HEADER))).any(|at| {
         let rest = &bytes[at..];
         let len = format::u32_at(rest, 4) as usize;
         len >= 9
             && len <= rest.len() - FRAME_HEADER
-            && (1..=5).contains(&rest[FRAME_HEADER])
-            && matches!(format::read_frame(rest), Frame::Valid(..))
+            && format::is_record_kind(rest[FRAME_HEADER], header)
+            && matches!(format::read_frame(rest, header.seed()), Frame::Valid(..))
     })
+}
+
+/// How far the segment in `bytes`, with `header`, was fsynced, as the valid synced records
+/// after offset `from` state (0 if none does, as in a version 1 segment). A record stating
+/// more than its own offset cannot be one the log wrote (it writes them after the bytes they
+/// cover) and is ignored.
+fn synced_after(bytes: &[u8], from: usize, header: &SegmentHeader) -> u64 {
+    if header.salt.is_none() {
+        return 0;
+    }
+    let seed = header.seed();
+    (from + 1..bytes.len())
+        .filter_map(|at| {
+            format::synced_at(&bytes[at..], seed).filter(|&through| through <= at as u64)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails.
@@ -348,11 +379,11 @@ fn scan_lane(
             }
         };
         *max_ts = (*max_ts).max(header.prev_last_ts);
-        let mut at = SEGMENT_HEADER;
+        let mut at = header.len();
         let mut last_ts = segments.last().map_or(header.prev_last_ts, |s| s.last_ts);
         let mut stop = false;
         while at < bytes.len() {
-            let problem = match format::read_frame(&bytes[at..]) {
+            let problem = match format::read_frame(&bytes[at..], header.seed()) {
                 Frame::Valid(payload, len) => {
                     if payload.len() < 9 {
                         Some("record too short for its timestamp")
@@ -374,11 +405,28 @@ fn scan_lane(
                 Frame::Bad(reason) => Some(reason),
             };
             if let Some(reason) = problem {
+                let synced = if is_last {
+                    synced_after(&bytes, at, &header)
+                } else {
+                    0
+                };
                 let torn = is_last
-                    && (runs_into_unwritten_block(&bytes, at)
-                        || !valid_frame_starts(&bytes, at + 1..bytes.len()));
+                    && synced <= at as u64
+                    && (runs_into_unwritten_block(&bytes, at, &header)
+                        || !valid_frame_starts(&bytes, at + 1..bytes.len(), &header));
                 if !torn {
-                    let error = Error::corrupt(&path, at as u64, reason);
+                    let error = if synced > at as u64 {
+                        Error::corrupt(
+                            &path,
+                            at as u64,
+                            format!(
+                                "{reason}, in the first {synced} bytes, which a later record \
+                                 says were fsynced"
+                            ),
+                        )
+                    } else {
+                        Error::corrupt(&path, at as u64, reason)
+                    };
                     if !tolerant {
                         return Err(error);
                     }
@@ -386,7 +434,11 @@ fn scan_lane(
                     stop = true;
                 }
                 stats.truncated_bytes += (bytes.len() - at) as u64;
-                repairs.cuts.push((path.clone(), at as u64, None));
+                repairs.cuts.push(Cut {
+                    path: path.clone(),
+                    at: at as u64,
+                    heartbeat: None,
+                });
                 break;
             }
         }
@@ -546,10 +598,12 @@ pub(crate) fn recover(
             if segment.last_ts >= t_begin {
                 let bytes = fs::read(&segment.path).map_err(|e| Error::io(&segment.path, e))?;
                 let end = (segment.valid_end as usize).min(bytes.len());
-                let mut at = SEGMENT_HEADER;
+                let mut at = segment.header.len();
                 seg_last = segment.header.prev_last_ts.max(lane_last);
                 while at < end {
-                    let Frame::Valid(payload, len) = format::read_frame(&bytes[at..end]) else {
+                    let Frame::Valid(payload, len) =
+                        format::read_frame(&bytes[at..end], segment.header.seed())
+                    else {
                         return Err(Error::corrupt(
                             &segment.path,
                             at as u64,
@@ -564,11 +618,13 @@ pub(crate) fn recover(
                         // The lane must still end at or above t_safe after the cut, or a later
                         // recovery could compute a smaller t_safe and drop writes this one
                         // recovered: a heartbeat stamped t_safe replaces the cut records.
-                        let heartbeat = (seg_last < safe).then_some(safe);
-                        repairs.cuts.retain(|(p, _, _)| p != &segment.path);
-                        repairs
-                            .cuts
-                            .push((segment.path.clone(), at as u64, heartbeat));
+                        let heartbeat = (seg_last < safe).then_some((safe, segment.header.seed()));
+                        repairs.cuts.retain(|cut| cut.path != segment.path);
+                        repairs.cuts.push(Cut {
+                            path: segment.path.clone(),
+                            at: at as u64,
+                            heartbeat,
+                        });
                         seg_last = seg_last.max(safe);
                         break;
                     }
@@ -584,7 +640,9 @@ pub(crate) fn recover(
                             stats.records_replayed += 1;
                             changes.extend(ops.into_iter().filter(|op| op.ts >= t_begin));
                         }
-                        Record::Heartbeat { .. } | Record::Checkpoint { .. } => {}
+                        Record::Heartbeat { .. }
+                        | Record::Checkpoint { .. }
+                        | Record::Synced { .. } => {}
                     }
                     at += len;
                 }
@@ -619,7 +677,12 @@ pub(crate) fn recover(
     if !repair {
         repairs = Repairs::default();
     }
-    for (path, at, heartbeat) in &repairs.cuts {
+    for Cut {
+        path,
+        at,
+        heartbeat,
+    } in &repairs.cuts
+    {
         if repairs.deletes.contains(path) {
             continue;
         }
@@ -628,8 +691,8 @@ pub(crate) fn recover(
             .open(path)
             .map_err(|e| Error::io(path, e))?;
         let mut tail = Vec::new();
-        if let Some(ts) = heartbeat {
-            format::encode_heartbeat(&mut tail, *ts);
+        if let Some((ts, seed)) = heartbeat {
+            format::encode_heartbeat(&mut tail, *seed, *ts);
         }
         file.set_len(*at)
             .and_then(|()| file.seek(SeekFrom::Start(*at)))
@@ -671,6 +734,15 @@ pub(crate) fn recover(
 mod tests {
     use super::*;
 
+    const SALT: u64 = 0x5a17;
+    /// The header of the segments the tests lay out.
+    const HEADER: SegmentHeader = SegmentHeader {
+        lane: 0,
+        seq: 0,
+        prev_last_ts: 0,
+        salt: Some(SALT),
+    };
+
     /// `size` bytes of 0x5a (no valid frame starts anywhere in them) with a bad frame header
     /// (checksum 0, length `len`) at `at`.
     fn bytes_with_bad_frame(size: usize, at: usize, len: u32) -> Vec<u8> {
@@ -685,19 +757,19 @@ mod tests {
         // A frame starting on a page boundary, whose second page never reached the disk.
         let mut aligned = bytes_with_bad_frame(20_000, 8192, 5000);
         aligned[12_288..16_384].fill(0);
-        assert!(runs_into_unwritten_block(&aligned, 8192));
+        assert!(runs_into_unwritten_block(&aligned, 8192, &HEADER));
         // A frame over three pages, the hole two pages into it.
         let mut long = bytes_with_bad_frame(20_000, 4000, 10_000);
         long[8192..12_288].fill(0);
-        assert!(runs_into_unwritten_block(&long, 4000));
+        assert!(runs_into_unwritten_block(&long, 4000, &HEADER));
         // A page torn between its sectors.
         let mut torn_page = bytes_with_bad_frame(4096, 1000, 600);
         torn_page[1024..1536].fill(0);
-        assert!(runs_into_unwritten_block(&torn_page, 1000));
+        assert!(runs_into_unwritten_block(&torn_page, 1000, &HEADER));
         // A block that reached the disk before the frame was written into it.
         let mut stale = bytes_with_bad_frame(4096, 100, 30);
         stale[100..512].fill(0);
-        assert!(runs_into_unwritten_block(&stale, 100));
+        assert!(runs_into_unwritten_block(&stale, 100, &HEADER));
     }
 
     #[test]
@@ -705,17 +777,47 @@ mod tests {
         // Zeros that stop short of their block's end.
         let mut short = bytes_with_bad_frame(4096, 100, 0);
         short[108..200].fill(0);
-        assert!(!runs_into_unwritten_block(&short, 100));
+        assert!(!runs_into_unwritten_block(&short, 100, &HEADER));
         // A length word damaged upward, reaching zeros past a valid frame that follows.
         let mut damaged = bytes_with_bad_frame(8192, 100, 0xff00);
         let mut heartbeat = Vec::new();
-        format::encode_heartbeat(&mut heartbeat, 7);
+        format::encode_heartbeat(&mut heartbeat, HEADER.seed(), 7);
         damaged[200..200 + heartbeat.len()].copy_from_slice(&heartbeat);
         damaged[4096..].fill(0);
-        assert!(!runs_into_unwritten_block(&damaged, 100));
+        assert!(!runs_into_unwritten_block(&damaged, 100, &HEADER));
         // A zero block beyond the frame's extent.
         let mut beyond = bytes_with_bad_frame(8192, 100, 50);
         beyond[4096..4608].fill(0);
-        assert!(!runs_into_unwritten_block(&beyond, 100));
+        assert!(!runs_into_unwritten_block(&beyond, 100, &HEADER));
+    }
+
+    #[test]
+    fn synced_records_after_a_frame_say_how_far_the_segment_was_synced() {
+        let mut bytes = bytes_with_bad_frame(8192, 100, 50);
+        let mut put = |at: usize, through: u64, salt: u64| {
+            let mut record = Vec::new();
+            format::encode_synced(&mut record, Seed::of(salt), 7, through);
+            bytes[at..at + record.len()].copy_from_slice(&record);
+        };
+        put(50, 40, SALT);
+        put(1000, 900, SALT);
+        put(2000, 1500, SALT);
+        // A record stating more than its own offset is none the log wrote, nor is one with
+        // another segment's salt (a value holding a copy of another log's bytes).
+        put(3000, 5000, SALT);
+        put(4000, 3500, SALT + 1);
+        assert_eq!(synced_after(&bytes, 100, &HEADER), 1500);
+        assert_eq!(synced_after(&bytes, 2500, &HEADER), 0, "none it can trust");
+        assert_eq!(synced_after(&bytes[..1100], 0, &HEADER), 900);
+        assert_eq!(synced_after(&bytes[..1000], 0, &HEADER), 40);
+        let v1 = SegmentHeader {
+            salt: None,
+            ..HEADER
+        };
+        assert_eq!(
+            synced_after(&bytes, 100, &v1),
+            0,
+            "version 1 has no synced records"
+        );
     }
 }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::faults::{self, FaultPlan};
 use crate::format::{self, BatchOp, MAX_PAYLOAD};
 use crate::key_locks::KeyLocks;
-use crate::lane::{self, Lane, LaneBuf, SegmentFile};
+use crate::lane::{self, Chain, Lane, LaneBuf, SegmentFile};
 use crate::recovery::{self, Recovery};
 
 /// When a write's log record is durable.
@@ -226,18 +226,16 @@ impl Wal {
                 None => (0, recovered.clock - 1, Vec::new()),
             };
             let ts = tick();
-            let mut first = Vec::new();
-            format::encode_heartbeat(&mut first, ts);
-            let mut file = SegmentFile::create(
-                &wal_dir,
-                id,
-                seq,
-                prev_last_ts,
-                Some((&first, ts)),
-                options.segment_bytes.max(1),
-                options.faults.clone(),
-            )
-            .map_err(|(path, e)| Error::io(path, e))?;
+            let chain = Chain {
+                dir: wal_dir.clone(),
+                lane: id,
+                salt: lane::new_salt(id),
+                max_bytes: options.segment_bytes.max(1),
+                faults: options.faults.clone(),
+            };
+            let seed = chain.seed();
+            let mut file = SegmentFile::create(chain, seq, prev_last_ts, Some(ts))
+                .map_err(|(path, e)| Error::io(path, e))?;
             file.closed = closed;
             lanes.push(Lane {
                 buf: Mutex::new(LaneBuf {
@@ -245,6 +243,7 @@ impl Wal {
                     last_ts: ts,
                     data_ts: 0,
                     dirty: false,
+                    seed,
                 }),
                 file: Mutex::new(file),
             });
@@ -532,7 +531,8 @@ impl Shared {
         let ts = self.tick();
         let result = apply();
         drop(stripe);
-        format::encode_single(&mut buf.bytes, ts, table, key, value);
+        let seed = buf.seed;
+        format::encode_single(&mut buf.bytes, seed, ts, table, key, value);
         buf.appended_data(ts);
         let turn = self.after_append(lane, buf, true)?;
         self.wait_for(turn)?;
@@ -576,7 +576,8 @@ impl Shared {
             return Ok(Some(Vec::new()));
         }
         let first = self.clock.fetch_add(ops.len() as u64, Ordering::SeqCst) + 1;
-        format::encode_batch(&mut buf.bytes, ops, first);
+        let seed = buf.seed;
+        format::encode_batch(&mut buf.bytes, seed, ops, first);
         buf.appended_data(first + ops.len() as u64 - 1);
         let turn = self.after_append(lane, buf, false)?;
         let results = ops.iter().map(apply).collect();
@@ -606,8 +607,8 @@ impl Shared {
             Some(lane.file.lock())
         };
         if let Some(file) = file {
-            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
-            let written = file.write(&bytes, last_ts, false);
+            let (mut bytes, last_ts, mut file) = Lane::drain(buf, file);
+            let written = file.write(&mut bytes, last_ts, false);
             Lane::recycle(&mut file, bytes);
             drop(file);
             match written {
@@ -693,8 +694,8 @@ impl Shared {
             }
             buf.dirty = false;
             let file = lane.file.lock();
-            let (bytes, last_ts, mut file) = Lane::drain(buf, file);
-            let written = file.write(&bytes, last_ts, true);
+            let (mut bytes, last_ts, mut file) = Lane::drain(buf, file);
+            let written = file.write(&mut bytes, last_ts, true);
             Lane::recycle(&mut file, bytes);
             let n = written.map_err(|(path, e)| Error::io(path, e))?;
             self.bytes_written.fetch_add(n, Ordering::Relaxed);
@@ -725,7 +726,8 @@ impl Shared {
             let lane = self.lane();
             let mut buf = lane.buf.lock();
             let ts = self.tick();
-            format::encode_checkpoint_marker(&mut buf.bytes, ts, t_begin, t_end);
+            let seed = buf.seed;
+            format::encode_checkpoint_marker(&mut buf.bytes, seed, ts, t_begin, t_end);
             buf.appended_data(ts);
         }
         // Every lane durable above t_end, so the new checkpoint is safe for recovery, before

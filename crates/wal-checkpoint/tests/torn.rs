@@ -11,13 +11,45 @@ use common::{Model, TempDir, checkpoints, options, segments, state};
 use wal_checkpoint::{Durability, Error, Options, Wal, recover_read_only};
 
 const HEARTBEAT_FRAME: u64 = 17;
+/// A put's frame: an 8-byte key and a 3-byte value.
+const PUT_FRAME: u64 = 36;
+/// A synced record's frame: the log ends each chunk written after a sync with one.
+const SYNCED_FRAME: u64 = 25;
+/// What follows a put in its round's chunk: the round's heartbeat, then the synced record
+/// stating the previous round's sync.
+const ROUND_TAIL: u64 = HEARTBEAT_FRAME + SYNCED_FRAME;
 
 /// Writes `n` puts with Immediate durability on one lane; returns the single segment's bytes and
-/// the length of its frames after each put (each put is followed by its round's heartbeat).
-/// The open segment is extended ahead of its frames: its frames end where a read-only
-/// recovery finds the zeros after them.
+/// the length of its frames after each put (each put is followed by its round's tail).
 fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
-    let (wal, _) = Wal::open(dir, options(1, Durability::Immediate)).expect("open");
+    let (wal, seg, offsets) = put_logged(dir, n, options(1, Durability::Immediate));
+    wal.close().expect("close");
+    let bytes = fs::read(&seg).expect("read");
+    assert_eq!(bytes.len() as u64, *offsets.last().expect("n > 0"));
+    (bytes, offsets)
+}
+
+/// Writes `n` puts that reach the segment one by one and are never fsynced (no durability,
+/// a buffer of one byte), as a process leaves them when it dies before its next sync; returns
+/// the segment's frames (without the zeros the segment was extended by) and the end of each
+/// put's frame.
+fn unsynced_history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
+    let opts = Options {
+        buffer_bytes: 1,
+        ..options(1, Durability::None)
+    };
+    let (wal, seg, offsets) = put_logged(dir, n, opts);
+    wal.simulate_crash();
+    let mut bytes = fs::read(&seg).expect("read");
+    bytes.truncate(*offsets.last().expect("n > 0") as usize);
+    (bytes, offsets)
+}
+
+/// Writes `n` puts on one lane with `opts`; returns the open log, its single segment and the
+/// length of the segment's frames after each put. The segment is extended ahead of its frames:
+/// they end where a read-only recovery finds the zeros after them.
+fn put_logged(dir: &Path, n: u64, opts: Options) -> (Wal, PathBuf, Vec<u64>) {
+    let (wal, _) = Wal::open(dir, opts).expect("open");
     let seg = segments(dir)[0].clone();
     let mut offsets = Vec::new();
     for i in 0..n {
@@ -30,10 +62,7 @@ fn history(dir: &Path, n: u64) -> (Vec<u8>, Vec<u64>) {
             .truncated_bytes;
         offsets.push(size - zeros);
     }
-    wal.close().expect("close");
-    let bytes = fs::read(&seg).expect("read");
-    assert_eq!(bytes.len() as u64, *offsets.last().expect("n > 0"));
-    (bytes, offsets)
+    (wal, seg, offsets)
 }
 
 fn model(k: u64) -> Model {
@@ -63,7 +92,7 @@ fn truncation_at_every_byte_of_the_last_records_recovers_a_prefix() {
             .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let k = offsets
             .iter()
-            .filter(|&&end| end - HEARTBEAT_FRAME <= cut)
+            .filter(|&&end| end - ROUND_TAIL <= cut)
             .count() as u64;
         assert_eq!(state(&recovery), model(k), "cut at {cut}");
         // The torn tail was cut for good: new writes after it survive the next recovery.
@@ -85,17 +114,53 @@ fn truncation_at_every_byte_of_the_last_records_recovers_a_prefix() {
 fn bit_flips_in_the_last_frame_are_a_torn_tail() {
     let src = TempDir::new("flip-last-src");
     let n = 6;
-    let (bytes, _) = history(src.path(), n);
-    let start = bytes.len() - HEARTBEAT_FRAME as usize;
-    for bit in start * 8..bytes.len() * 8 {
-        let mut flipped = bytes.clone();
+    let (bytes, offsets) = history(src.path(), n);
+    // The log as a crash leaves it after the last put's frame reached the file and before
+    // its round's tail did: the put is the last frame.
+    let start = offsets[n as usize - 2] as usize;
+    let end = (offsets[n as usize - 1] - ROUND_TAIL) as usize;
+    let bytes = &bytes[..end];
+    for bit in start * 8..end * 8 {
+        let mut flipped = bytes.to_vec();
         flipped[bit / 8] ^= 1 << (bit % 8);
         let (dir, _) = with_segment("flip-last", &flipped);
         let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None))
             .unwrap_or_else(|e| panic!("bit {bit}: {e}"));
-        assert_eq!(state(&recovery), model(n), "bit {bit}");
-        assert!(recovery.stats.truncated_bytes > 0);
+        assert_eq!(state(&recovery), model(n - 1), "bit {bit}");
+        assert_eq!(recovery.stats.truncated_bytes, (end - start) as u64);
     }
+}
+
+#[test]
+fn a_torn_round_after_the_synced_record_naming_its_start_is_a_torn_tail() {
+    const BLOCK: u64 = 512;
+    let src = TempDir::new("torn-round-src");
+    let (bytes, offsets) = history(src.path(), 60);
+    // A round whose put and heartbeat start within the last 53 bytes of a block, so that its
+    // synced record (naming the round's start, where the previous round's sync ended) lies
+    // wholly in the next block. A power loss during the round kept the first block from the
+    // disk: zeros from the put to the block's end, the synced record after them.
+    let k = (1..offsets.len())
+        .find(|&k| offsets[k - 1] % BLOCK >= BLOCK - (PUT_FRAME + HEARTBEAT_FRAME))
+        .expect("a round starting near a block's end");
+    let start = offsets[k - 1] as usize;
+    let record = offsets[k] as usize - SYNCED_FRAME as usize;
+    let named = u64::from_le_bytes(bytes[record + 17..record + 25].try_into().expect("8 bytes"));
+    assert_eq!(
+        named, start as u64,
+        "the round's synced record names its start"
+    );
+    let block_end = (offsets[k - 1] / BLOCK + 1) * BLOCK;
+    assert!(
+        offsets[k] - SYNCED_FRAME >= block_end,
+        "the record lies after the block"
+    );
+    let mut torn = bytes[..offsets[k] as usize].to_vec();
+    torn[start..block_end as usize].fill(0);
+    let (dir, _) = with_segment("torn-round", &torn);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    assert_eq!(state(&recovery), model(k as u64));
+    assert_eq!(recovery.stats.truncated_bytes, offsets[k] - offsets[k - 1]);
 }
 
 #[test]
@@ -103,12 +168,12 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     const PAGE: u64 = 4096;
     const BLOCK: u64 = 512;
     let src = TempDir::new("hole-src");
-    let n = 160;
-    let (bytes, offsets) = history(src.path(), n);
-    // A put whose frames end well inside the second page (and early in a 512-byte block):
+    let n = 300;
+    let (bytes, offsets) = unsynced_history(src.path(), n);
+    // A put whose frame ends well inside the second page (and early in a 512-byte block):
     // zeros from there to the page's end are what a power loss leaves when the page reached
-    // the disk before the next frames were written into it and the later pages of their round
-    // got there too; the frames on the later pages were never fsynced.
+    // the disk before the next frames were written into it and the later pages got there too;
+    // the frames on the later pages were never fsynced.
     let k = offsets
         .iter()
         .position(|&end| {
@@ -127,36 +192,23 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     // A whole page of zeros that a frame runs into: the page never reached the disk. The
     // frames wholly before the page stand; the one that runs into it is torn.
     let page = PAGE as usize;
-    let ends: Vec<usize> = offsets
-        .iter()
-        .flat_map(|&end| [(end - HEARTBEAT_FRAME) as usize, end as usize])
-        .collect();
-    let torn_from = ends
-        .iter()
-        .copied()
-        .filter(|&end| end < page)
-        .max()
-        .expect("frames end in the first page");
-    assert!(
-        ends.iter().all(|&end| end != page),
-        "a frame runs into the page"
-    );
+    let torn_from = last_end_before(&offsets, page);
     let mut lost_page = bytes.clone();
     lost_page[page..2 * page].fill(0);
     let (dir, _) = with_segment("lost-page", &lost_page);
     let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
     let puts = offsets
         .iter()
-        .filter(|&&end| (end - HEARTBEAT_FRAME) as usize <= torn_from)
+        .filter(|&&end| end as usize <= torn_from)
         .count();
     assert_eq!(state(&recovery), model(puts as u64));
     assert_eq!(
         recovery.stats.truncated_bytes,
         (bytes.len() - torn_from) as u64
     );
-    // A length word damaged upward, in the last page before the extension's zeros, with whole
-    // frames after it: corruption, although the frame now claims the zeros.
-    let damaged_at = offsets[offsets.len() - 2] as usize;
+    // A length word damaged upward, in the last page before the extension's zeros, with a
+    // whole frame after it: corruption, although the frame now claims the zeros.
+    let damaged_at = offsets[offsets.len() - 3] as usize;
     assert_eq!(
         damaged_at / page,
         (bytes.len() - 1) / page,
@@ -186,13 +238,124 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     }
 }
 
+/// The largest of `ends` (frame ends) below `page`, asserting that a frame runs into `page`
+/// (none ends exactly there).
+fn last_end_before(ends: &[u64], page: usize) -> usize {
+    assert!(
+        ends.iter().all(|&end| end as usize != page),
+        "a frame runs into the page"
+    );
+    ends.iter()
+        .map(|&end| end as usize)
+        .filter(|&end| end < page)
+        .max()
+        .expect("frames end before the page")
+}
+
+#[test]
+fn a_zeroed_page_among_fsynced_frames_is_corruption() {
+    const PAGE: usize = 4096;
+    let src = TempDir::new("synced-hole-src");
+    let (bytes, offsets) = history(src.path(), 160);
+    assert!(bytes.len() > 2 * PAGE + 200, "rounds follow the page");
+    // Every frame of a round ends: the put, its heartbeat, the synced record.
+    let ends: Vec<u64> = offsets
+        .iter()
+        .flat_map(|&end| [end - ROUND_TAIL, end - SYNCED_FRAME, end])
+        .collect();
+    let torn_from = last_end_before(&ends, PAGE);
+    let mut lost_page = bytes.clone();
+    lost_page[PAGE..2 * PAGE].fill(0);
+    let (dir, path) = with_segment("synced-hole", &lost_page);
+    match Wal::open(dir.path(), options(1, Durability::None)) {
+        Err(Error::Corrupt {
+            file,
+            offset,
+            reason,
+        }) => {
+            assert_eq!((file, offset), (path, torn_from as u64));
+            assert!(reason.contains("fsynced"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let tolerant = Options {
+        tolerate_corruption: true,
+        ..options(1, Durability::None)
+    };
+    let (_, recovery) = Wal::open(dir.path(), tolerant).expect("tolerant recovery");
+    let puts = offsets
+        .iter()
+        .filter(|&&end| (end - ROUND_TAIL) as usize <= torn_from)
+        .count();
+    assert_eq!(state(&recovery), model(puts as u64));
+    assert_eq!(recovery.stats.tolerated.len(), 1);
+}
+
+#[test]
+fn frames_of_another_log_inside_a_value_do_not_count() {
+    const PAGE: usize = 4096;
+    const BLOCK: usize = 512;
+    let other = TempDir::new("foreign-frames");
+    let (other_bytes, _) = history(other.path(), 100);
+    // The unsynced puts of `unsynced_history`, then one more whose value is `value`; the
+    // segment as a crash leaves it (without the extension's zeros) and each put's end.
+    let crashed = |name: &str, value: &[u8]| {
+        let dir = TempDir::new(name);
+        let opts = Options {
+            buffer_bytes: 1,
+            ..options(1, Durability::None)
+        };
+        let (wal, seg, mut offsets) = put_logged(dir.path(), 300, opts);
+        wal.put(0, b"copied", value, || ()).expect("put");
+        wal.simulate_crash();
+        let mut bytes = fs::read(&seg).expect("read");
+        let end = offsets.last().expect("puts") + 8 + 1 + 8 + 4 + 4 + 6 + value.len() as u64;
+        bytes.truncate(end as usize);
+        offsets.push(end);
+        (bytes, offsets)
+    };
+    // A synced record of the other log (stating more bytes than the hole below starts at),
+    // as the last put's value; the second page of the unsynced round never reached the disk.
+    let record = &other_bytes[other_bytes.len() - SYNCED_FRAME as usize..];
+    let named = u64::from_le_bytes(record[17..25].try_into().expect("8 bytes"));
+    let (mut bytes, offsets) = crashed("copied-record", record);
+    assert!(
+        named > PAGE as u64 && named < bytes.len() as u64,
+        "it names bytes past the hole"
+    );
+    let torn_from = last_end_before(&offsets, PAGE);
+    bytes[PAGE..2 * PAGE].fill(0);
+    let (dir, _) = with_segment("copied-record", &bytes);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    let puts = offsets
+        .iter()
+        .filter(|&&end| end as usize <= torn_from)
+        .count();
+    assert_eq!(state(&recovery), model(puts as u64));
+    // Three kilobytes of the other log's frames as the last put's value, and a block of that
+    // put's own frame, after a kilobyte of them, that never reached the disk.
+    let frames = &other_bytes[100..3172];
+    let (mut bytes, offsets) = crashed("copied-frames", frames);
+    let start = offsets[offsets.len() - 2] as usize;
+    let block = (start + 1100).next_multiple_of(BLOCK);
+    assert!(
+        block + BLOCK <= bytes.len(),
+        "the block lies within the put's frame"
+    );
+    bytes[block..block + BLOCK].fill(0);
+    let (dir, _) = with_segment("copied-frames", &bytes);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    assert_eq!(state(&recovery), model(300));
+    assert_eq!(recovery.stats.truncated_bytes, (bytes.len() - start) as u64);
+}
+
 #[test]
 fn bit_flips_before_the_tail_are_corruption_naming_file_and_offset() {
     let src = TempDir::new("flip-mid-src");
     let n = 6;
     let (bytes, offsets) = history(src.path(), n);
-    // The last put's frame: it ends where the final heartbeat starts.
-    let end = (offsets[n as usize - 1] - HEARTBEAT_FRAME) as usize;
+    // The last put's frame: it ends where the final round's tail starts.
+    let end = (offsets[n as usize - 1] - ROUND_TAIL) as usize;
     let start = (offsets[n as usize - 2]) as usize;
     for bit in start * 8..end * 8 {
         let mut flipped = bytes.clone();
@@ -246,6 +409,14 @@ fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
     fs::write(
         dir.path().join("wal").join("lane-000-0000000000000001.log"),
         &bytes[..20],
+    )
+    .expect("write");
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
+    assert_eq!(state(&recovery), model(3));
+    // Torn within its header (44 bytes in version 2): dropped too.
+    fs::write(
+        dir.path().join("wal").join("lane-000-0000000000000002.log"),
+        &bytes[..40],
     )
     .expect("write");
     let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
@@ -472,4 +643,41 @@ fn extended_segments_end_with_their_last_frame_once_closed_and_recover_after_a_c
         "a clean close cuts the zeros"
     );
     assert_eq!(state(&closed), model(201));
+}
+
+#[test]
+fn a_log_of_format_version_1_recovers_and_grows() {
+    // Written by the build before synced records (format version 1): four puts, a checkpoint,
+    // a remove, a batch and a put, all with Immediate durability, then a simulated crash (the
+    // segment ends in the zeros it was extended by).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1");
+    let dir = TempDir::new("v1-log");
+    copy_dir(&fixture, dir.path());
+    let mut expected: Model = [(0u64, "v0"), (3, "v3"), (9, "last")]
+        .into_iter()
+        .map(|(k, v)| ((0, k.to_be_bytes().to_vec()), v.as_bytes().to_vec()))
+        .collect();
+    expected.insert((1, b"a".to_vec()), b"batch".to_vec());
+    let (wal, recovery) =
+        Wal::open(dir.path(), options(1, Durability::Immediate)).expect("open a version 1 log");
+    assert_eq!(state(&recovery), expected);
+    assert!(
+        recovery.stats.checkpoint.is_some(),
+        "its checkpoint was loaded"
+    );
+    assert!(
+        recovery.stats.truncated_bytes > 0,
+        "the crash's zeros were cut"
+    );
+    wal.put(0, &10u64.to_be_bytes(), b"new", || ())
+        .expect("put");
+    wal.close().expect("close");
+    expected.insert((0, 10u64.to_be_bytes().to_vec()), b"new".to_vec());
+    let (_, again) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
+    assert_eq!(state(&again), expected);
+    assert_eq!(
+        segments(dir.path()).len(),
+        3,
+        "the version 1 segment and two new ones"
+    );
 }
