@@ -69,7 +69,7 @@ const KIND_SYNCED: u8 = 6;
 
 /// Where a frame's checksum starts: the CRC32C of its segment's salt, or 0 (plain CRC32C) in
 /// version 1 segments and checkpoints.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Seed(u32);
 
 impl Seed {

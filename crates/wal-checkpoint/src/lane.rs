@@ -29,7 +29,7 @@ pub(crate) fn parse_segment_name(name: &str) -> Option<(u32, u64)> {
 }
 
 /// The records appended to a lane and not yet handed to its file.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LaneBuf {
     pub bytes: Vec<u8>,
     /// The timestamp of the lane's last record (buffered or written).
@@ -166,9 +166,9 @@ impl SegmentFile {
     /// with a synced record of how far the segment was fsynced (appended to `chunk`): recovery
     /// then tells a zeroed block among fsynced frames (corruption) from one that never reached
     /// the disk before a power loss (a torn tail). A round heartbeats every lane, so in
-    /// `Immediate` mode every round's chunk of every lane carries one (25 bytes), and so does
-    /// each segment's first chunk (naming the bytes the segment was created with); no write
-    /// call is added.
+    /// `Immediate` mode nearly every round's chunk of every lane carries one (25 bytes), and so
+    /// does each segment's first chunk (naming the bytes the segment was created with); no
+    /// write call is added.
     ///
     /// The file is extended ahead of the frames (a sparse tail of zeros, `extend_ahead`
     /// bytes): an fdatasync after an append that grows the file must also commit the new

@@ -7,7 +7,7 @@
 //!    it before the frame was written into it) reads as zeros while later blocks of the same
 //!    round did; the frames on them were never fsynced, as an fsync would have written the
 //!    earlier block too. Unless the frame lies in bytes that a valid synced record after it
-//!    says were fsynced (the log ends each chunk written after a sync with one): a zeroed
+//!    says were fsynced (the first chunk a lane writes after each sync ends with one): a zeroed
 //!    block among fsynced frames is no torn tail. (Frames are checksummed from the salt of
 //!    their segment's header, so a frame's image inside a value never counts as one.) Bytes whose sync no
 //!    synced record on disk names (a lane's last round, or a round whose record was lost with
