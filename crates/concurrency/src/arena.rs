@@ -255,6 +255,13 @@ impl<T> Arena<T> {
         })
     }
 
+    /// Requests the cache line the next [`alloc`](Self::alloc) takes its slot number from (the
+    /// newest chunk's head), for a caller that knows an `alloc` will follow its other misses.
+    #[inline]
+    pub fn request_alloc(&self) {
+        crate::prefetch::line(self.newest.load(Ordering::Acquire));
+    }
+
     /// Values placed so far (exact when no `alloc` runs concurrently).
     pub fn len(&self) -> usize {
         self.chunks().map(Chunk::filled).sum()

@@ -511,6 +511,15 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         }
     }
 
+    /// Requests the lines an insert of a new key reads first: the root node's and the entry
+    /// arena's newest chunk head. A caller that will insert after other misses (XIndex's put
+    /// searches the array first) takes these in the same round instead of two more rounds.
+    #[inline]
+    pub fn request_insert(&self) {
+        prefetch::slice(std::slice::from_ref(self.root_node()));
+        self.entries.request_alloc();
+    }
+
     /// The number of keys ever inserted; removing (marking cells) does not decrease it.
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)

@@ -494,7 +494,13 @@ enum Put<K> {
 /// (no copy), or comes back with [`Put::Retry`].
 #[inline]
 fn put<K: IndexKey>(group: &Group<K>, key: K, value: u64, sequential: bool) -> Put<K> {
-    if let Some(cell) = group.record(key.borrow())
+    let aim = group.request_record(key.borrow());
+    // A new key goes on into the delta index: its first lines are requested while the array's
+    // arrive (an overwrite leaves them unused).
+    if !sequential && !group.is_frozen() {
+        group.buf().request_insert();
+    }
+    if let Some(cell) = group.aimed_record(key.borrow(), aim)
         && let Some(old) = record::update(cell, &mut |_| value)
     {
         return Put::Done(Some(old));
