@@ -189,23 +189,9 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
     let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
     assert_eq!(state(&recovery), model(k as u64 + 1));
     assert_eq!(recovery.stats.truncated_bytes, (bytes.len() - hole) as u64);
-    // A whole page of zeros that a frame runs into: the page never reached the disk. The
-    // frames wholly before the page stand; the one that runs into it is torn.
+    // A whole page of zeros that a frame runs into: the page never reached the disk.
+    lose_second_page("lost-page", &bytes, &offsets);
     let page = PAGE as usize;
-    let torn_from = last_end_before(&offsets, page);
-    let mut lost_page = bytes.clone();
-    lost_page[page..2 * page].fill(0);
-    let (dir, _) = with_segment("lost-page", &lost_page);
-    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
-    let puts = offsets
-        .iter()
-        .filter(|&&end| end as usize <= torn_from)
-        .count();
-    assert_eq!(state(&recovery), model(puts as u64));
-    assert_eq!(
-        recovery.stats.truncated_bytes,
-        (bytes.len() - torn_from) as u64
-    );
     // A length word damaged upward, in the last page before the extension's zeros, with a
     // whole frame after it: corruption, although the frame now claims the zeros.
     let damaged_at = offsets[offsets.len() - 3] as usize;
@@ -236,6 +222,27 @@ fn pages_never_written_back_are_a_torn_tail_even_with_frames_after_them() {
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
+}
+
+/// Zeros the second page of `bytes`, a crashed segment whose frames are puts ending at `ends`,
+/// as a page that never reached the disk, and checks that recovery keeps the puts wholly
+/// before it and cuts the rest as a torn tail (the frame that runs into the page is torn).
+fn lose_second_page(name: &str, bytes: &[u8], ends: &[u64]) {
+    const PAGE: usize = 4096;
+    let torn_from = last_end_before(ends, PAGE);
+    let mut lost = bytes.to_vec();
+    lost[PAGE..2 * PAGE].fill(0);
+    let (dir, _) = with_segment(name, &lost);
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
+    let puts = ends
+        .iter()
+        .filter(|&&end| end as usize <= torn_from)
+        .count();
+    assert_eq!(state(&recovery), model(puts as u64));
+    assert_eq!(
+        recovery.stats.truncated_bytes,
+        (bytes.len() - torn_from) as u64
+    );
 }
 
 /// The largest of `ends` (frame ends) below `page`, asserting that a frame runs into `page`
@@ -318,20 +325,12 @@ fn frames_of_another_log_inside_a_value_do_not_count() {
     // as the last put's value; the second page of the unsynced round never reached the disk.
     let record = &other_bytes[other_bytes.len() - SYNCED_FRAME as usize..];
     let named = u64::from_le_bytes(record[17..25].try_into().expect("8 bytes"));
-    let (mut bytes, offsets) = crashed("copied-record", record);
+    let (bytes, offsets) = crashed("copied-record", record);
     assert!(
         named > PAGE as u64 && named < bytes.len() as u64,
         "it names bytes past the hole"
     );
-    let torn_from = last_end_before(&offsets, PAGE);
-    bytes[PAGE..2 * PAGE].fill(0);
-    let (dir, _) = with_segment("copied-record", &bytes);
-    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("torn tail");
-    let puts = offsets
-        .iter()
-        .filter(|&&end| end as usize <= torn_from)
-        .count();
-    assert_eq!(state(&recovery), model(puts as u64));
+    lose_second_page("copied-record", &bytes, &offsets);
     // Three kilobytes of the other log's frames as the last put's value, and a block of that
     // put's own frame, after a kilobyte of them, that never reached the disk.
     let frames = &other_bytes[100..3172];
@@ -404,23 +403,19 @@ fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
         }) => assert_eq!(file, path),
         other => panic!("expected Corrupt, got {other:?}"),
     }
-    // A last segment shorter than its header was torn while being created: dropped.
+    // A last segment shorter than its header was torn while being created: dropped, whether
+    // it stops within a version 1 header's length or within version 2's (44 bytes). Each
+    // recovery starts the lane's next segment, after which the test places the torn one.
     let (dir, _) = with_segment("short-new", &bytes);
-    fs::write(
-        dir.path().join("wal").join("lane-000-0000000000000001.log"),
-        &bytes[..20],
-    )
-    .expect("write");
-    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
-    assert_eq!(state(&recovery), model(3));
-    // Torn within its header (44 bytes in version 2): dropped too.
-    fs::write(
-        dir.path().join("wal").join("lane-000-0000000000000002.log"),
-        &bytes[..40],
-    )
-    .expect("write");
-    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
-    assert_eq!(state(&recovery), model(3));
+    for (seq, len) in [(1, 20), (2, 40)] {
+        let torn = dir
+            .path()
+            .join("wal")
+            .join(format!("lane-000-{seq:016}.log"));
+        fs::write(torn, &bytes[..len]).expect("write");
+        let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
+        assert_eq!(state(&recovery), model(3));
+    }
 }
 
 #[test]
