@@ -4,9 +4,10 @@
 //! XIndex-H trains its root and bucket models on the loaded keys, so the bulk load builds the
 //! index; an adapter that is never bulk-loaded (growth from empty) starts from an empty index
 //! whose groups grow by non-blocking resizes. `update` and `read_modify_write` are one
-//! `XIndexH::update` each (the key's record changed in place under its lock). The notes carry the index's own figures: the conflict rate now and at
-//! training (`conflict_pct`, `trained_conflict_pct`), groups placed by the learned model and by
-//! the hash, the load factor, resizes, and the index's own count of heap bytes per key.
+//! `XIndexH::update` each (the key's record changed in place under its lock). The notes carry
+//! the index's own figures: the conflict rate now and at training (`conflict_pct`,
+//! `trained_conflict_pct`), groups placed by the learned model and by the hash, the load
+//! factor, resizes, and the index's own count of heap bytes per key.
 
 use std::sync::OnceLock;
 

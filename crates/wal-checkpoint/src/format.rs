@@ -20,10 +20,6 @@
 //!                   prev_last_ts u64, salt u64 (random, one per lane while the log is open),
 //!                   crc32c of the previous 40 bytes: u32
 //!   version 1 (36 bytes): the same without the salt; its segments hold no synced records
-//!
-//! The salt keeps a frame's image inside a value (a copy of another log's bytes, say) from
-//! passing for a frame of the segment: recovery tries every offset after a bad frame for the
-//! frames that tell a torn tail from corruption, and such an image fails the checksum there.
 //! checkpoint = header (32 bytes: "LKVCKPTF", version u32 (1), t_begin u64, t_end u64, crc32c u32),
 //!              entry frames (payload: table u32, key_len u32, key, value),
 //!              trailer (24 bytes: "LKVCKEND", count u64, crc32c of all entry frames u32,
@@ -32,6 +28,10 @@
 //!
 //! All integers are little-endian. Decoding never panics: every length is checked against the
 //! bytes at hand.
+//!
+//! The salt keeps a frame's image inside a value (a copy of another log's bytes, say) from
+//! passing for a frame of the segment: recovery tries every offset after a bad frame for the
+//! frames that tell a torn tail from corruption, and such an image fails the checksum there.
 
 /// The segment format version this build writes. Version 2 added the header's salt, which
 /// seeds every frame's checksum, and the synced record (kind 6); version 1 segments are read

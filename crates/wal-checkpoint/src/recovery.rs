@@ -9,10 +9,10 @@
 //!    earlier block too. Unless the frame lies in bytes that a valid synced record after it
 //!    says were fsynced (the first chunk a lane writes after each sync ends with one): a zeroed
 //!    block among fsynced frames is no torn tail. (Frames are checksummed from the salt of
-//!    their segment's header, so a frame's image inside a value never counts as one.) Bytes whose sync no
-//!    synced record on disk names (a lane's last round, or a round whose record was lost with
-//!    the next chunk) are still cut as a torn tail when a block of them reads as zeros. Any
-//!    other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
+//!    their segment's header, so a frame's image inside a value never counts as one.) Bytes
+//!    whose sync no synced record on disk names (a lane's last round, or a round whose record
+//!    was lost with the next chunk) are still cut as a torn tail when a block of them reads as
+//!    zeros. Any other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
 //!    tolerant mode, ends that lane there).
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
@@ -293,13 +293,14 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize, header: &SegmentHeader) ->
 /// Whether some valid frame starts at a position of `starts` in `bytes`, a segment with
 /// `header` (after a bad frame: then that frame is corruption, not a torn tail).
 fn valid_frame_starts(bytes: &[u8], starts: Range<usize>, header: &SegmentHeader) -> bool {
+    let seed = header.seed();
     (starts.start..starts.end.min(bytes.len().saturating_sub(FRAME_HEADER))).any(|at| {
         let rest = &bytes[at..];
         let len = format::u32_at(rest, 4) as usize;
         len >= 9
             && len <= rest.len() - FRAME_HEADER
             && format::is_record_kind(rest[FRAME_HEADER], header)
-            && matches!(format::read_frame(rest, header.seed()), Frame::Valid(..))
+            && matches!(format::read_frame(rest, seed), Frame::Valid(..))
     })
 }
 
@@ -380,10 +381,11 @@ fn scan_lane(
         };
         *max_ts = (*max_ts).max(header.prev_last_ts);
         let mut at = header.len();
+        let seed = header.seed();
         let mut last_ts = segments.last().map_or(header.prev_last_ts, |s| s.last_ts);
         let mut stop = false;
         while at < bytes.len() {
-            let problem = match format::read_frame(&bytes[at..], header.seed()) {
+            let problem = match format::read_frame(&bytes[at..], seed) {
                 Frame::Valid(payload, len) => {
                     if payload.len() < 9 {
                         Some("record too short for its timestamp")
@@ -415,18 +417,15 @@ fn scan_lane(
                     && (runs_into_unwritten_block(&bytes, at, &header)
                         || !valid_frame_starts(&bytes, at + 1..bytes.len(), &header));
                 if !torn {
-                    let error = if synced > at as u64 {
-                        Error::corrupt(
-                            &path,
-                            at as u64,
-                            format!(
-                                "{reason}, in the first {synced} bytes, which a later record \
-                                 says were fsynced"
-                            ),
+                    let reason = if synced > at as u64 {
+                        format!(
+                            "{reason}, in the first {synced} bytes, which a later record says \
+                             were fsynced"
                         )
                     } else {
-                        Error::corrupt(&path, at as u64, reason)
+                        reason.to_owned()
                     };
+                    let error = Error::corrupt(&path, at as u64, reason);
                     if !tolerant {
                         return Err(error);
                     }
@@ -599,10 +598,10 @@ pub(crate) fn recover(
                 let bytes = fs::read(&segment.path).map_err(|e| Error::io(&segment.path, e))?;
                 let end = (segment.valid_end as usize).min(bytes.len());
                 let mut at = segment.header.len();
+                let seed = segment.header.seed();
                 seg_last = segment.header.prev_last_ts.max(lane_last);
                 while at < end {
-                    let Frame::Valid(payload, len) =
-                        format::read_frame(&bytes[at..end], segment.header.seed())
+                    let Frame::Valid(payload, len) = format::read_frame(&bytes[at..end], seed)
                     else {
                         return Err(Error::corrupt(
                             &segment.path,
@@ -618,7 +617,7 @@ pub(crate) fn recover(
                         // The lane must still end at or above t_safe after the cut, or a later
                         // recovery could compute a smaller t_safe and drop writes this one
                         // recovered: a heartbeat stamped t_safe replaces the cut records.
-                        let heartbeat = (seg_last < safe).then_some((safe, segment.header.seed()));
+                        let heartbeat = (seg_last < safe).then_some((safe, seed));
                         repairs.cuts.retain(|cut| cut.path != segment.path);
                         repairs.cuts.push(Cut {
                             path: segment.path.clone(),
