@@ -180,31 +180,25 @@ fn case4_remove_and_put_during_compaction_are_linearizable() {
 
 #[test]
 fn case17_updates_in_place_survive_compaction_and_never_insert() {
-    model("case17 update of an array key", || {
-        let index = tiny_index();
-        let update = spawn(&index, |index| index.update(&10, |old| old + 10));
-        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
-        assert_eq!(update.join().expect("the update finishes"), Some(1));
-        assert_eq!(
-            index.get(&10),
-            Some(11),
-            "the update survived the copy phase"
-        );
-        settle(&index);
-    });
-    model("case17 update of a buffered key", || {
-        let index = tiny_index();
-        index.insert(15, 3);
-        let update = spawn(&index, |index| index.update(&15, |old| old + 10));
-        assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
-        assert_eq!(update.join().expect("the update finishes"), Some(3));
-        assert_eq!(
-            index.get(&15),
-            Some(13),
-            "the update reached the frozen buffer"
-        );
-        settle(&index);
-    });
+    // An array key (10 → 1) the copy phase moves, and a buffered key (15 → 3) in the buffer
+    // the compaction freezes.
+    for (place, key, old) in [("an array key", 10, 1), ("a buffered key", 15, 3)] {
+        model(&format!("case17 update of {place}"), move || {
+            let index = tiny_index();
+            if key == 15 {
+                index.insert(15, 3);
+            }
+            let update = spawn(&index, move |index| index.update(&key, |old| old + 10));
+            assert!(index.restructure_slot_with(0, Restructure::Compact, |_| {}));
+            assert_eq!(update.join().expect("the update finishes"), Some(old));
+            assert_eq!(
+                index.get(&key),
+                Some(old + 10),
+                "the update of {place} survived the compaction"
+            );
+            settle(&index);
+        });
+    }
     for at in Phase::ALL {
         model(&format!("case17 update ‖ remove at {at:?}"), move || {
             let index = tiny_index();
