@@ -4,9 +4,9 @@
 //! from the index is retired through that guard (see the ownership rules in `value`).
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use concurrency::striped::StripedCounts;
 use crossbeam_epoch as epoch;
 use hash_index::{HashIndex, XIndexH};
 use range_index::OrderedIndex;
@@ -28,8 +28,8 @@ enum Index<K: TableKey> {
 #[doc(hidden)]
 pub struct Store<K: TableKey> {
     index: Index<K>,
-    /// Heap bytes of the out-of-line values the index holds.
-    heap_bytes: AtomicI64,
+    /// Heap bytes of the out-of-line values the index holds (one count).
+    heap_bytes: StripedCounts<1>,
     /// The table's name once it was deleted: writes are refused.
     deleted: OnceLock<String>,
 }
@@ -69,7 +69,11 @@ impl<K: TableKey> Store<K> {
         match built {
             Ok(index) => Ok(Self {
                 index,
-                heap_bytes: AtomicI64::new(heap as i64),
+                heap_bytes: {
+                    let counts = StripedCounts::new();
+                    counts.add(0, heap as i64);
+                    counts
+                },
                 deleted: OnceLock::new(),
             }),
             Err(error) => {
@@ -175,7 +179,7 @@ impl<K: TableKey> Store<K> {
     pub(crate) fn install(&self, key: K, word: u64) -> Option<u64> {
         // SAFETY: the caller owns `word` until the insert below.
         let heap = unsafe { value::heap_len(word) } as i64;
-        self.heap_bytes.fetch_add(heap, Ordering::Relaxed);
+        self.heap_bytes.add(0, heap);
         match &self.index {
             Index::Ordered(index) => index.insert(key, word),
             Index::Hash(index) => index.insert(key, word),
@@ -198,8 +202,7 @@ impl<K: TableKey> Store<K> {
         let guard = epoch::pin();
         // SAFETY: the index gave the word back, so the caller owned it and passes it once.
         unsafe {
-            self.heap_bytes
-                .fetch_sub(value::heap_len(word) as i64, Ordering::Relaxed);
+            self.heap_bytes.add(0, -(value::heap_len(word) as i64));
             let value = want.then(|| value::read(word));
             value::retire(word, &guard);
             value
@@ -311,7 +314,7 @@ impl<K: TableKey> Store<K> {
             Index::Ordered(index) => IndexStats::Ordered(index.stats()),
             Index::Hash(index) => IndexStats::Hash(index.stats()),
         };
-        let heap = self.heap_bytes.load(Ordering::Relaxed).max(0) as usize;
+        let heap = self.heap_bytes.sum(0).max(0) as usize;
         (index, heap)
     }
 }

@@ -41,9 +41,9 @@ use std::ptr;
 use concurrency::arena::Arena;
 use concurrency::large_array::LargeArray;
 use concurrency::prefetch;
+use concurrency::striped::StripedCounts;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::counter::{COUNTERS_BYTES, Counters};
 use crate::key::HashKey;
 use crate::model::{Placement, PlacementKind, Trained};
 use crate::record::{
@@ -58,6 +58,12 @@ pub(crate) const REACH: usize = 2;
 /// How many buckets ahead of the one it copies the copy phase requests a pointer record's
 /// target: enough to cover a memory latency with the work of the buckets in between.
 const COPY_LOOKAHEAD: usize = 16;
+
+/// A group's count of its live keys (in [`Group`]'s striped counts).
+const LIVE: usize = 0;
+
+/// A group's count of its chain nodes.
+const CHAIN_NODES: usize = 1;
 
 /// Buckets of a group per slot of its chain arena's chunks: with chunks of `buckets / 32`
 /// nodes, an arena leaves at most one byte per bucket unused (a node is 32 bytes), and a group
@@ -87,9 +93,9 @@ pub(crate) struct Group<K: HashKey> {
     arena: Arena<Node>,
     /// The conflict rate the placement had on the keys it was trained on.
     trained_conflict_rate: f64,
-    /// First: live keys (records of this group, pointer records counted while their target
-    /// is live); second: chain nodes.
-    counts: Counters,
+    /// [`LIVE`] keys (records of this group, pointer records counted while their target is
+    /// live) and [`CHAIN_NODES`].
+    counts: StripedCounts<2>,
     _key: PhantomData<fn() -> K>,
 }
 
@@ -117,7 +123,7 @@ impl<K: HashKey> Group<K> {
                 let chunk = (slots / BUCKETS_PER_CHAIN_NODE).clamp(1, MAX_CHAIN_CHUNK);
                 Arena::new(chunk, chunk)
             },
-            counts: Counters::new(),
+            counts: StripedCounts::new(),
             _key: PhantomData,
         }
     }
@@ -129,12 +135,12 @@ impl<K: HashKey> Group<K> {
 
     /// Live keys (approximate while writers run).
     pub(crate) fn live(&self) -> i64 {
-        self.counts.first()
+        self.counts.sum(LIVE)
     }
 
     /// Chain nodes (approximate while writers run).
     pub(crate) fn chain_nodes(&self) -> i64 {
-        self.counts.second()
+        self.counts.sum(CHAIN_NODES)
     }
 
     /// The placement's kind.
@@ -245,7 +251,7 @@ impl<K: HashKey> Group<K> {
         let node = self.arena.alloc(Node::new(K::new_word(key), value, is_ptr));
         record::push(self.chain(b), node);
         home.mark_chained(chain_filter_bit::<K>(key));
-        self.counts.add_second(1);
+        self.counts.add(CHAIN_NODES, 1);
     }
 
     /// Takes a free neighbour of bucket `b` for a new record, if one is free and not locked
@@ -299,7 +305,7 @@ impl<K: HashKey> Group<K> {
                 return Upsert::Frozen(tmp);
             }
             locked.fill(K::new_word(key), value, false);
-            self.counts.add_first(1);
+            self.counts.add(LIVE, 1);
             return Upsert::Done(None);
         }
         if home.holds::<K>(key) {
@@ -322,11 +328,11 @@ impl<K: HashKey> Group<K> {
             return Upsert::Frozen(tmp);
         }
         if self.claim_neighbour(b, key, value, false) {
-            self.counts.add_first(1);
+            self.counts.add(LIVE, 1);
             return Upsert::Done(None);
         }
         self.push_chained(b, &mut locked, key, value, false);
-        self.counts.add_first(1);
+        self.counts.add(LIVE, 1);
         Upsert::Done(None)
     }
 
@@ -340,14 +346,14 @@ impl<K: HashKey> Group<K> {
     ) -> Upsert<'g, K> {
         match locked.write(&mut |_| Some(value)) {
             Written::Updated(old) => return Upsert::Done(Some(old)),
-            Written::PointerToRemoved => self.counts.add_first(-1),
+            Written::PointerToRemoved => self.counts.add(LIVE, -1),
             Written::WasRemoved => {}
         }
         match tmp {
             Some(tmp) => Upsert::Frozen(tmp),
             None => {
                 locked.revive(value);
-                self.counts.add_first(1);
+                self.counts.add(LIVE, 1);
                 Upsert::Done(None)
             }
         }
@@ -375,11 +381,11 @@ impl<K: HashKey> Group<K> {
                 match locked.write(&mut new) {
                     Written::Updated(old) => {
                         if locked.meta().is_removed() {
-                            group.counts.add_first(-1);
+                            group.counts.add(LIVE, -1);
                         }
                         return Some(old);
                     }
-                    Written::PointerToRemoved => group.counts.add_first(-1),
+                    Written::PointerToRemoved => group.counts.add(LIVE, -1),
                     Written::WasRemoved => {}
                 }
             }
@@ -400,7 +406,7 @@ impl<K: HashKey> Group<K> {
         let address = record::address(target);
         if locked.meta().is_uninitialized() {
             locked.fill(K::new_word(key), address, true);
-            self.counts.add_first(1);
+            self.counts.add(LIVE, 1);
             return;
         }
         if home.holds::<K>(key)
@@ -412,7 +418,7 @@ impl<K: HashKey> Group<K> {
         if !self.claim_neighbour(b, key, address, true) {
             self.push_chained(b, &mut locked, key, address, true);
         }
-        self.counts.add_first(1);
+        self.counts.add(LIVE, 1);
     }
 
     /// The number of chain heads (the unit of [`visit`](Self::visit) ranges).
@@ -459,7 +465,7 @@ impl<K: HashKey> Group<K> {
     pub(crate) fn replace_pointers(&self, heads: Range<usize>) {
         let replace = |record: &Record| {
             if record.meta().is_ptr() && record.lock().replace_pointer() {
-                self.counts.add_first(-1);
+                self.counts.add(LIVE, -1);
             }
         };
         let end = (heads.end * CHAIN_SPAN).min(self.buckets.len());
@@ -499,7 +505,6 @@ impl<K: HashKey> Group<K> {
             + std::mem::size_of_val(&*self.buckets)
             + std::mem::size_of_val(&*self.chains)
             + self.arena.bytes()
-            + COUNTERS_BYTES
             + keys
     }
 }

@@ -24,12 +24,12 @@ use std::sync::Arc;
 
 use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
+use concurrency::striped::StripedCounts;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use concurrency::{GracePeriod, OnlineGuard, Share, ShareLock, Workers};
 
 use crate::background;
 use crate::config::{Config, MAX_GROUPS};
-use crate::counter::Counters;
 use crate::error::Error;
 use crate::group::{Group, Upsert};
 use crate::key::HashKey;
@@ -76,8 +76,8 @@ pub(crate) struct Inner<K: HashKey> {
     slots: Box<[AtomicPtr<Group<K>>]>,
     grace: GracePeriod,
     config: Config,
-    /// First: live keys.
-    len: Counters,
+    /// Live keys (one count).
+    len: StripedCounts<1>,
     grows: AtomicU64,
     shrinks: AtomicU64,
     /// Held by whoever resizes groups, the only code that frees them: by passes over distinct
@@ -146,8 +146,8 @@ impl<K: HashKey> XIndexH<K> {
             .into_iter()
             .map(|g| AtomicPtr::new(Box::into_raw(Box::new(g))))
             .collect();
-        let counts = Counters::new();
-        counts.add_first(len as i64);
+        let counts = StripedCounts::new();
+        counts.add(0, len as i64);
         let inner = Arc::new(Inner {
             root,
             slots,
@@ -340,7 +340,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
             }
         };
         if old.is_none() {
-            self.inner.len.add_first(1);
+            self.inner.len.add(0, 1);
         }
         old
     }
@@ -354,14 +354,14 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         let online = self.inner.grace.enter();
         let old = self.inner.group_of(key, &online).remove(key);
         if old.is_some() {
-            self.inner.len.add_first(-1);
+            self.inner.len.add(0, -1);
         }
         old
     }
 
     fn len(&self) -> usize {
         // A transiently negative count (a remove counted before its insert) reads as 0.
-        self.inner.len.first().max(0) as usize
+        self.inner.len.sum(0).max(0) as usize
     }
 
     fn iter(&self) -> Iter<'_, K> {

@@ -39,7 +39,6 @@
 
 mod background;
 mod config;
-mod counter;
 mod error;
 mod group;
 mod index;

@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
-use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use concurrency::striped::StripedCounts;
+use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use concurrency::{Backoff, GracePeriod, OnlineGuard, RecordCell, Share, ShareLock, Workers};
 
 use crate::xindex::background;
@@ -85,9 +86,9 @@ pub(crate) struct Inner<K: IndexKey> {
     root: AtomicPtr<Root<K>>,
     grace: GracePeriod,
     config: Config,
-    /// Live keys, as a wrapping two's-complement count: a remove may be counted before the
-    /// insert it removes.
-    len: AtomicU64,
+    /// Live keys (one count; see [`StripedCounts`]): a remove may be counted before the insert
+    /// it removes.
+    len: StripedCounts<1>,
     counters: Counters,
     /// Held by whoever restructures groups or the root, the only code that frees them:
     /// exclusively, or by partial restructurers of distinct shares of the root slots.
@@ -168,7 +169,11 @@ impl<K: IndexKey> XIndex<K> {
             root: AtomicPtr::new(Box::into_raw(Box::new(root))),
             grace: GracePeriod::new(),
             config,
-            len: AtomicU64::new(len as u64),
+            len: {
+                let counts = StripedCounts::new();
+                counts.add(0, len as i64);
+                counts
+            },
             counters: Counters::new(),
             restructure: ShareLock::new(),
         });
@@ -377,7 +382,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
             backoff.snooze();
         };
         if old.is_none() {
-            self.inner.len.fetch_add(1, Ordering::Relaxed);
+            self.inner.len.add(0, 1);
         }
         old
     }
@@ -391,7 +396,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
         let pinned = self.inner.pin();
         let old = remove(pinned.root().locate(key), key);
         if old.is_some() {
-            self.inner.len.fetch_sub(1, Ordering::Relaxed);
+            self.inner.len.add(0, -1);
         }
         old
     }
@@ -407,7 +412,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
 
     fn len(&self) -> usize {
         // A transiently negative count (a remove counted before its insert) reads as 0.
-        (self.inner.len.load(Ordering::Relaxed) as i64).max(0) as usize
+        self.inner.live_count().max(0) as usize
     }
 
     fn stats(&self) -> Stats {
@@ -648,7 +653,7 @@ impl<K: IndexKey> Inner<K> {
 
     /// The live-key counter, as a signed number.
     pub(crate) fn live_count(&self) -> i64 {
-        self.len.load(Ordering::Relaxed) as i64
+        self.len.sum(0)
     }
 }
 
