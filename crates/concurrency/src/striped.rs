@@ -5,8 +5,8 @@
 //! readers sum the stripes, so a sum taken while writers run is approximate (each stripe is
 //! exact). Values are two's-complement `u64`s, so a stripe may go "negative" (a key counted in
 //! by one thread and out by another). XIndex-R's `rw` mix at write ratio 0.5 (2 threads, 9M
-//! lognormal keys) ran 6.6% faster with its length striped than in one atomic (medians of
-//! three alternated runs).
+//! lognormal keys) ran 3% faster with its length striped than in one shared atomic (medians of
+//! three alternated runs of three).
 //!
 //! The counters are `std` atomics, not the loom shim's, on purpose: they only feed load-factor
 //! triggers, `len` and statistics, never a decision a protocol's correctness rests on, and
