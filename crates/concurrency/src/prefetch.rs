@@ -44,6 +44,14 @@ pub fn around<T>(items: &[T], center: usize, radius: usize) {
     slice(&items[start..end]);
 }
 
+/// Requests the cache line of `items[index]`, if there is such an item.
+#[inline]
+pub fn at<T>(items: &[T], index: usize) {
+    if let Some(item) = items.get(index) {
+        line(item);
+    }
+}
+
 /// Requests the cache line holding `address`.
 #[inline]
 pub fn line<T>(address: *const T) {
