@@ -28,8 +28,8 @@
 //! - [`block_pool`]: small blocks in size classes carved from `huge_heap`, for objects readers
 //!   reach at random through a pointer (the engine's out-of-line values; Linux only).
 //! - [`prefetch`]: cache-line prefetch hints for the lines a lookup is about to probe.
-//! - [`striped`]: counters split into per-thread stripes (an index's length), so that writers
-//!   on different cores do not take one cache line in turn.
+//! - [`striped`]: counters split into cache-padded stripes that threads take round robin (an
+//!   index's length), so that writers on different cores do not take one cache line in turn.
 //!
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.

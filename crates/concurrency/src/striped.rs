@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-/// Stripes per set of counts: one cache line pair each, so a counter costs 4 × 128 bytes.
+/// Stripes per set of counts, each on cache-padded lines of its own.
 pub const STRIPES: usize = 4;
 
 /// Hands out stripe numbers to threads.

@@ -24,11 +24,15 @@ enum Index<K: TableKey> {
     Hash(XIndexH<K>),
 }
 
+/// The one count of [`Store`]'s striped `heap_bytes`.
+const HEAP_BYTES: usize = 0;
+
 /// A table's index and the heap bytes of its out-of-line values.
 #[doc(hidden)]
 pub struct Store<K: TableKey> {
     index: Index<K>,
-    /// Heap bytes of the out-of-line values the index holds (one count).
+    /// Heap bytes of the out-of-line values the index holds, in count [`HEAP_BYTES`]
+    /// (approximate while writers run).
     heap_bytes: StripedCounts<1>,
     /// The table's name once it was deleted: writes are refused.
     deleted: OnceLock<String>,
@@ -71,7 +75,7 @@ impl<K: TableKey> Store<K> {
                 index,
                 heap_bytes: {
                     let counts = StripedCounts::new();
-                    counts.add(0, heap as i64);
+                    counts.add(HEAP_BYTES, heap as i64);
                     counts
                 },
                 deleted: OnceLock::new(),
@@ -179,7 +183,7 @@ impl<K: TableKey> Store<K> {
     pub(crate) fn install(&self, key: K, word: u64) -> Option<u64> {
         // SAFETY: the caller owns `word` until the insert below.
         let heap = unsafe { value::heap_len(word) } as i64;
-        self.heap_bytes.add(0, heap);
+        self.heap_bytes.add(HEAP_BYTES, heap);
         match &self.index {
             Index::Ordered(index) => index.insert(key, word),
             Index::Hash(index) => index.insert(key, word),
@@ -202,7 +206,8 @@ impl<K: TableKey> Store<K> {
         let guard = epoch::pin();
         // SAFETY: the index gave the word back, so the caller owned it and passes it once.
         unsafe {
-            self.heap_bytes.add(0, -(value::heap_len(word) as i64));
+            self.heap_bytes
+                .add(HEAP_BYTES, -(value::heap_len(word) as i64));
             let value = want.then(|| value::read(word));
             value::retire(word, &guard);
             value
@@ -314,7 +319,7 @@ impl<K: TableKey> Store<K> {
             Index::Ordered(index) => IndexStats::Ordered(index.stats()),
             Index::Hash(index) => IndexStats::Hash(index.stats()),
         };
-        let heap = self.heap_bytes.sum(0).max(0) as usize;
+        let heap = self.heap_bytes.sum(HEAP_BYTES).max(0) as usize;
         (index, heap)
     }
 }

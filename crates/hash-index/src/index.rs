@@ -37,6 +37,9 @@ use crate::model::{Placement, PlacementKind, Sample, Trained};
 use crate::resize::Phase;
 use crate::{HashIndex, Stats};
 
+/// The one count of the index's striped length.
+const LIVE: usize = 0;
+
 /// XIndex-H: a concurrent learned hash index from keys (`u64` or `Vec<u8>`) to one 64-bit
 /// word (Wang et al., ACM TOS 2022, §3.6), with non-blocking resizes.
 ///
@@ -76,7 +79,7 @@ pub(crate) struct Inner<K: HashKey> {
     slots: Box<[AtomicPtr<Group<K>>]>,
     grace: GracePeriod,
     config: Config,
-    /// Live keys (one count).
+    /// Live keys, in count [`LIVE`].
     len: StripedCounts<1>,
     grows: AtomicU64,
     shrinks: AtomicU64,
@@ -147,7 +150,7 @@ impl<K: HashKey> XIndexH<K> {
             .map(|g| AtomicPtr::new(Box::into_raw(Box::new(g))))
             .collect();
         let counts = StripedCounts::new();
-        counts.add(0, len as i64);
+        counts.add(LIVE, len as i64);
         let inner = Arc::new(Inner {
             root,
             slots,
@@ -340,7 +343,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
             }
         };
         if old.is_none() {
-            self.inner.len.add(0, 1);
+            self.inner.len.add(LIVE, 1);
         }
         old
     }
@@ -354,14 +357,14 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         let online = self.inner.grace.enter();
         let old = self.inner.group_of(key, &online).remove(key);
         if old.is_some() {
-            self.inner.len.add(0, -1);
+            self.inner.len.add(LIVE, -1);
         }
         old
     }
 
     fn len(&self) -> usize {
         // A transiently negative count (a remove counted before its insert) reads as 0.
-        self.inner.len.sum(0).max(0) as usize
+        self.inner.len.sum(LIVE).max(0) as usize
     }
 
     fn iter(&self) -> Iter<'_, K> {

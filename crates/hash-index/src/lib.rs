@@ -8,8 +8,8 @@
 //! Modules, one per concept: `config` ([`Config`]), `error` ([`Error`]), `key` ([`HashKey`]),
 //! `model` (learned or hashed placement, chosen by measured conflicts), `record` (buckets,
 //! chain nodes, the meta-word operations), `group` (Algorithm 9 on one group), `resize`
-//! (Algorithm 10), `index` (the root and the public operations), `background`, `counter`
-//! (striped counters).
+//! (Algorithm 10), `index` (the root and the public operations), `background`; the groups'
+//! counts and the length are [`concurrency::striped`] counters.
 //!
 //! Decisions on the digest's flaws and gaps (§3.18, §4.6, §9), each explained in its module:
 //!

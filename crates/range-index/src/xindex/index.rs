@@ -42,6 +42,9 @@ use crate::xindex::scan::Range;
 use crate::xindex::stats::Counters;
 use crate::{OrderedIndex, Stats};
 
+/// The one count of the index's striped length.
+const LIVE: usize = 0;
+
 /// XIndex-R: a concurrent learned ordered index from keys (`u64` or `Vec<u8>`) to one 64-bit
 /// word (Wang et al., ACM TOS 2022).
 ///
@@ -86,8 +89,8 @@ pub(crate) struct Inner<K: IndexKey> {
     root: AtomicPtr<Root<K>>,
     grace: GracePeriod,
     config: Config,
-    /// Live keys (one count; see [`StripedCounts`]): a remove may be counted before the insert
-    /// it removes.
+    /// Live keys, in count [`LIVE`] (see [`StripedCounts`]): a remove may be counted before the
+    /// insert it removes.
     len: StripedCounts<1>,
     counters: Counters,
     /// Held by whoever restructures groups or the root, the only code that frees them:
@@ -171,7 +174,7 @@ impl<K: IndexKey> XIndex<K> {
             config,
             len: {
                 let counts = StripedCounts::new();
-                counts.add(0, len as i64);
+                counts.add(LIVE, len as i64);
                 counts
             },
             counters: Counters::new(),
@@ -382,7 +385,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
             backoff.snooze();
         };
         if old.is_none() {
-            self.inner.len.add(0, 1);
+            self.inner.len.add(LIVE, 1);
         }
         old
     }
@@ -396,7 +399,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
         let pinned = self.inner.pin();
         let old = remove(pinned.root().locate(key), key);
         if old.is_some() {
-            self.inner.len.add(0, -1);
+            self.inner.len.add(LIVE, -1);
         }
         old
     }
@@ -653,7 +656,7 @@ impl<K: IndexKey> Inner<K> {
 
     /// The live-key counter, as a signed number.
     pub(crate) fn live_count(&self) -> i64 {
-        self.len.sum(0)
+        self.len.sum(LIVE)
     }
 }
 
