@@ -40,13 +40,13 @@ fn stripe() -> usize {
     })
 }
 
-/// `N` striped counts, all zero at first; each stripe keeps its `N` counts on one line.
+/// `N` striped counts, all zero at first; each stripe keeps its `N` counts together, padded to
+/// cache lines of its own.
 ///
 /// ```
 /// use concurrency::striped::StripedCounts;
 ///
-/// let counts = StripedCounts::<2>::new();
-/// counts.add(0, 5);
+/// let counts = StripedCounts::starting_at([5, 0]);
 /// counts.add(1, -2);
 /// std::thread::scope(|s| {
 ///     s.spawn(|| counts.add(0, -1));
@@ -65,6 +65,15 @@ impl<const N: usize> StripedCounts<N> {
                 CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))
             }),
         }
+    }
+
+    /// The counts `initial` (a bulk load's length, say), held by the first stripe.
+    pub fn starting_at(initial: [i64; N]) -> Self {
+        let counts = Self::new();
+        for (count, value) in counts.stripes[0].iter().zip(initial) {
+            count.store(value as u64, Ordering::Relaxed);
+        }
+        counts
     }
 
     /// Adds `delta` to count `index` (panics unless `index < N`).

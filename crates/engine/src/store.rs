@@ -73,11 +73,7 @@ impl<K: TableKey> Store<K> {
         match built {
             Ok(index) => Ok(Self {
                 index,
-                heap_bytes: {
-                    let counts = StripedCounts::new();
-                    counts.add(HEAP_BYTES, heap as i64);
-                    counts
-                },
+                heap_bytes: StripedCounts::starting_at([heap as i64]),
                 deleted: OnceLock::new(),
             }),
             Err(error) => {

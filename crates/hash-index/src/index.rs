@@ -149,14 +149,12 @@ impl<K: HashKey> XIndexH<K> {
             .into_iter()
             .map(|g| AtomicPtr::new(Box::into_raw(Box::new(g))))
             .collect();
-        let counts = StripedCounts::new();
-        counts.add(LIVE, len as i64);
         let inner = Arc::new(Inner {
             root,
             slots,
             grace: GracePeriod::new(),
             config,
-            len: counts,
+            len: StripedCounts::starting_at([len as i64]),
             grows: AtomicU64::new(0),
             shrinks: AtomicU64::new(0),
             restructure: ShareLock::new(),

@@ -172,11 +172,7 @@ impl<K: IndexKey> XIndex<K> {
             root: AtomicPtr::new(Box::into_raw(Box::new(root))),
             grace: GracePeriod::new(),
             config,
-            len: {
-                let counts = StripedCounts::new();
-                counts.add(LIVE, len as i64);
-                counts
-            },
+            len: StripedCounts::starting_at([len as i64]),
             counters: Counters::new(),
             restructure: ShareLock::new(),
         });
