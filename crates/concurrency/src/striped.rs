@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 
 /// Stripes per set of counts, each on cache-padded lines of its own.
-pub const STRIPES: usize = 4;
+const STRIPES: usize = 4;
 
 /// Hands out stripe numbers to threads.
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);

@@ -427,10 +427,12 @@ impl<K: IndexKey> Group<K> {
     /// The lines at the prediction itself go first: they are the likeliest to hold the key
     /// and its cell, and a core tracks only so many outstanding misses (a window and its cells
     /// are up to 15 lines for `u64` keys, about 20 with byte strings' hints and key slots), so
-    /// requested last they could wait for lines the search never reads. Single-threaded gets
-    /// of 9M keys (a scratch probe, alternated runs): lognormal 370–405 ns → 356–380, osm
-    /// 514–572 → 481–552; the harness's `lookup` at 2 threads gained 1–2% on lognormal and
-    /// osm, `strings` on the word list 2–5%.
+    /// requested last they could wait for lines the search never reads. The window's and the
+    /// cells' requests that follow name those lines again, one instruction each, which keeps
+    /// them plain ranges (ordering the whole window outward from the prediction measured the
+    /// same). Single-threaded gets of 9M keys (a scratch probe, alternated runs): lognormal
+    /// 370–405 ns → 356–380, osm 514–572 → 481–552; the harness's `lookup` at 2 threads gained
+    /// 1–2% on lognormal and osm, `strings` on the word list 2–5%.
     #[inline]
     fn request_lines(
         trained: &Prefix<'_, K>,
