@@ -1,22 +1,34 @@
 //! Real-thread stress tests of the optimistic locks: validated reads are never torn and no update
-//! is lost. All threads start together and readers run until the writers finish; bounded by the
-//! writers' operation counts (well under a second each in debug builds).
+//! is lost. All threads start together and readers run until the writers finish. Each writer
+//! makes its share of writes and then goes on until the readers have validated
+//! [`MIN_VALIDATED`] reads between them, so that a run on two busy cores, where the writers can
+//! finish before a reader is scheduled, still tests reads that race writes; a deadline bounds
+//! that wait, after which the count is checked (a validation that never succeeds fails there).
 #![cfg(not(loom))]
 
 use concurrency::{NodeLock, RecordCell, RecordLock, RecordMeta, Restart};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
+use std::time::{Duration, Instant};
 
 const WRITERS: u64 = 2;
 const READERS: u64 = 2;
 const WRITES_PER_WRITER: u64 = 20_000;
+/// How many reads the readers must validate, together, while writers still run.
+const MIN_VALIDATED: u64 = 100;
+/// How long writers go on writing, beyond their share, for the readers to validate that many.
+const VALIDATION_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Start and stop signals shared by the writers and readers of one test.
+/// Start and stop signals and counts shared by the writers and readers of one test.
 struct Run {
     start: Barrier,
     writers_left: AtomicU64,
     done: AtomicBool,
+    /// Reads validated before the last writer finished.
+    validated: AtomicU64,
+    /// Writes made, every writer's together.
+    written: AtomicU64,
 }
 
 impl Run {
@@ -25,27 +37,46 @@ impl Run {
             start: Barrier::new((WRITERS + READERS) as usize),
             writers_left: AtomicU64::new(WRITERS),
             done: AtomicBool::new(false),
+            validated: AtomicU64::new(0),
+            written: AtomicU64::new(0),
         }
     }
 
     fn writer(&self, mut write: impl FnMut()) {
         self.start.wait();
-        for _ in 0..WRITES_PER_WRITER {
+        let deadline = Instant::now() + VALIDATION_DEADLINE;
+        let mut written = 0;
+        while written < WRITES_PER_WRITER
+            || (self.validated.load(Ordering::Relaxed) < MIN_VALIDATED && Instant::now() < deadline)
+        {
             write();
+            written += 1;
         }
+        self.written.fetch_add(written, Ordering::Relaxed);
         if self.writers_left.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.done.store(true, Ordering::Release);
         }
     }
 
-    /// Runs `read` until the writers are done; returns how many reads validated.
-    fn reader(&self, mut read: impl FnMut() -> bool) -> u64 {
+    /// Runs `read` until the writers are done, counting the reads that validated.
+    fn reader(&self, mut read: impl FnMut() -> bool) {
         self.start.wait();
-        let mut validated = 0;
         while !self.done.load(Ordering::Acquire) {
-            validated += u64::from(read());
+            if read() {
+                self.validated.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        validated
+    }
+
+    /// After every thread has joined: checks that the readers validated enough reads during
+    /// the writes, and returns the number of writes.
+    fn finish(&self) -> u64 {
+        let validated = self.validated.load(Ordering::Relaxed);
+        assert!(
+            validated >= MIN_VALIDATED,
+            "only {validated} reads validated while the writers ran"
+        );
+        self.written.load(Ordering::Relaxed)
     }
 }
 
@@ -79,7 +110,7 @@ fn record_lock_reads_are_never_torn_and_no_update_is_lost() {
     let lock = RecordLock::default();
     let pair = Pair::default();
     let run = Run::new();
-    let validated = thread::scope(|s| {
+    thread::scope(|s| {
         for _ in 0..WRITERS {
             s.spawn(|| {
                 run.writer(|| {
@@ -89,32 +120,25 @@ fn record_lock_reads_are_never_torn_and_no_update_is_lost() {
                 })
             });
         }
-        let readers: Vec<_> = (0..READERS)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut last = 0;
-                    run.reader(|| {
-                        let snapshot = lock.read_begin();
-                        let (a, b) = pair.load();
-                        if !lock.validate(snapshot) {
-                            return false;
-                        }
-                        assert_eq!(a, b, "a validated read saw a torn pair");
-                        assert!(a >= last, "values only grow");
-                        assert_eq!(snapshot.version(), a, "one version per write");
-                        last = a;
-                        true
-                    })
+        for _ in 0..READERS {
+            s.spawn(|| {
+                let mut last = 0;
+                run.reader(|| {
+                    let snapshot = lock.read_begin();
+                    let (a, b) = pair.load();
+                    if !lock.validate(snapshot) {
+                        return false;
+                    }
+                    assert_eq!(a, b, "a validated read saw a torn pair");
+                    assert!(a >= last, "values only grow");
+                    assert_eq!(snapshot.version(), a, "one version per write");
+                    last = a;
+                    true
                 })
-            })
-            .collect();
-        readers
-            .into_iter()
-            .map(|r| r.join().expect("readers pass"))
-            .sum::<u64>()
+            });
+        }
     });
-    assert!(validated > 0);
-    let total = WRITERS * WRITES_PER_WRITER;
+    let total = run.finish();
     assert_eq!(pair.load(), (total, total));
     assert_eq!(lock.read_begin().version(), total);
 }
@@ -152,8 +176,9 @@ fn record_cell_value_and_flags_change_together() {
             });
         }
     });
+    let total = run.finish();
     let (meta, value) = cell.read();
-    assert_eq!(value, WRITERS * WRITES_PER_WRITER);
+    assert_eq!(value, total);
     assert_eq!(meta.version(), value);
 }
 
@@ -171,34 +196,27 @@ fn node_lock_upgrades_lose_no_update_and_reads_are_never_torn() {
     let lock = NodeLock::new();
     let pair = Pair::default();
     let run = Run::new();
-    let validated = thread::scope(|s| {
+    thread::scope(|s| {
         for _ in 0..WRITERS {
             s.spawn(|| run.writer(|| while olc_increment(&lock, &pair).is_err() {}));
         }
-        let readers: Vec<_> = (0..READERS)
-            .map(|_| {
-                s.spawn(|| {
-                    run.reader(|| {
-                        let Ok(version) = lock.read_lock() else {
-                            panic!("nobody marks the node obsolete");
-                        };
-                        let (a, b) = pair.load();
-                        if lock.validate(version).is_err() {
-                            return false;
-                        }
-                        assert_eq!(a, b, "a validated read saw a torn pair");
-                        true
-                    })
+        for _ in 0..READERS {
+            s.spawn(|| {
+                run.reader(|| {
+                    let Ok(version) = lock.read_lock() else {
+                        panic!("nobody marks the node obsolete");
+                    };
+                    let (a, b) = pair.load();
+                    if lock.validate(version).is_err() {
+                        return false;
+                    }
+                    assert_eq!(a, b, "a validated read saw a torn pair");
+                    true
                 })
-            })
-            .collect();
-        readers
-            .into_iter()
-            .map(|r| r.join().expect("readers pass"))
-            .sum::<u64>()
+            });
+        }
     });
-    assert!(validated > 0);
-    let total = WRITERS * WRITES_PER_WRITER;
+    let total = run.finish();
     assert_eq!(pair.load(), (total, total));
 }
 
