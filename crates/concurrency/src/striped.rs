@@ -41,7 +41,7 @@ fn stripe() -> usize {
 }
 
 /// `N` striped counts, all zero at first; each stripe keeps its `N` counts together, padded to
-/// cache lines of its own.
+/// cache lines of its own. A single count is a [`StripedCount`].
 ///
 /// ```
 /// use concurrency::striped::StripedCounts;
@@ -87,6 +87,30 @@ impl<const N: usize> StripedCounts<N> {
         self.stripes.iter().fold(0u64, |sum, stripe| {
             sum.wrapping_add(stripe[index].load(Ordering::Relaxed))
         }) as i64
+    }
+}
+
+/// One striped count (an index's length), changed and read without naming its index.
+///
+/// ```
+/// use concurrency::striped::StripedCount;
+///
+/// let len = StripedCount::starting_at([3]);
+/// len.adjust(-1);
+/// assert_eq!(len.total(), 2);
+/// ```
+pub type StripedCount = StripedCounts<1>;
+
+impl StripedCount {
+    /// Adds `delta` to the count.
+    #[inline]
+    pub fn adjust(&self, delta: i64) {
+        self.add(0, delta);
+    }
+
+    /// The count, summed over the stripes (approximate while writers run).
+    pub fn total(&self) -> i64 {
+        self.sum(0)
     }
 }
 

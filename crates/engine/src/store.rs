@@ -6,7 +6,7 @@
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
-use concurrency::striped::StripedCounts;
+use concurrency::striped::StripedCount;
 use crossbeam_epoch as epoch;
 use hash_index::{HashIndex, XIndexH};
 use range_index::OrderedIndex;
@@ -24,16 +24,12 @@ enum Index<K: TableKey> {
     Hash(XIndexH<K>),
 }
 
-/// The one count of [`Store`]'s striped `heap_bytes`.
-const HEAP_BYTES: usize = 0;
-
 /// A table's index and the heap bytes of its out-of-line values.
 #[doc(hidden)]
 pub struct Store<K: TableKey> {
     index: Index<K>,
-    /// Heap bytes of the out-of-line values the index holds, in count [`HEAP_BYTES`]
-    /// (approximate while writers run).
-    heap_bytes: StripedCounts<1>,
+    /// Heap bytes of the out-of-line values the index holds (approximate while writers run).
+    heap_bytes: StripedCount,
     /// The table's name once it was deleted: writes are refused.
     deleted: OnceLock<String>,
 }
@@ -73,7 +69,7 @@ impl<K: TableKey> Store<K> {
         match built {
             Ok(index) => Ok(Self {
                 index,
-                heap_bytes: StripedCounts::starting_at([heap as i64]),
+                heap_bytes: StripedCount::starting_at([heap as i64]),
                 deleted: OnceLock::new(),
             }),
             Err(error) => {
@@ -179,7 +175,7 @@ impl<K: TableKey> Store<K> {
     pub(crate) fn install(&self, key: K, word: u64) -> Option<u64> {
         // SAFETY: the caller owns `word` until the insert below.
         let heap = unsafe { value::heap_len(word) } as i64;
-        self.heap_bytes.add(HEAP_BYTES, heap);
+        self.heap_bytes.adjust(heap);
         match &self.index {
             Index::Ordered(index) => index.insert(key, word),
             Index::Hash(index) => index.insert(key, word),
@@ -202,8 +198,7 @@ impl<K: TableKey> Store<K> {
         let guard = epoch::pin();
         // SAFETY: the index gave the word back, so the caller owned it and passes it once.
         unsafe {
-            self.heap_bytes
-                .add(HEAP_BYTES, -(value::heap_len(word) as i64));
+            self.heap_bytes.adjust(-(value::heap_len(word) as i64));
             let value = want.then(|| value::read(word));
             value::retire(word, &guard);
             value
@@ -315,7 +310,7 @@ impl<K: TableKey> Store<K> {
             Index::Ordered(index) => IndexStats::Ordered(index.stats()),
             Index::Hash(index) => IndexStats::Hash(index.stats()),
         };
-        let heap = self.heap_bytes.sum(HEAP_BYTES).max(0) as usize;
+        let heap = self.heap_bytes.total().max(0) as usize;
         (index, heap)
     }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
-use concurrency::striped::StripedCounts;
+use concurrency::striped::StripedCount;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use concurrency::{GracePeriod, OnlineGuard, Share, ShareLock, Workers};
 
@@ -36,9 +36,6 @@ use crate::key::HashKey;
 use crate::model::{Placement, PlacementKind, Sample, Trained};
 use crate::resize::Phase;
 use crate::{HashIndex, Stats};
-
-/// The one count of the index's striped length.
-const LIVE: usize = 0;
 
 /// XIndex-H: a concurrent learned hash index from keys (`u64` or `Vec<u8>`) to one 64-bit
 /// word (Wang et al., ACM TOS 2022, §3.6), with non-blocking resizes.
@@ -79,8 +76,8 @@ pub(crate) struct Inner<K: HashKey> {
     slots: Box<[AtomicPtr<Group<K>>]>,
     grace: GracePeriod,
     config: Config,
-    /// Live keys, in count [`LIVE`].
-    len: StripedCounts<1>,
+    /// Live keys.
+    len: StripedCount,
     grows: AtomicU64,
     shrinks: AtomicU64,
     /// Held by whoever resizes groups, the only code that frees them: by passes over distinct
@@ -154,7 +151,7 @@ impl<K: HashKey> XIndexH<K> {
             slots,
             grace: GracePeriod::new(),
             config,
-            len: StripedCounts::starting_at([len as i64]),
+            len: StripedCount::starting_at([len as i64]),
             grows: AtomicU64::new(0),
             shrinks: AtomicU64::new(0),
             restructure: ShareLock::new(),
@@ -341,7 +338,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
             }
         };
         if old.is_none() {
-            self.inner.len.add(LIVE, 1);
+            self.inner.len.adjust(1);
         }
         old
     }
@@ -355,14 +352,14 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         let online = self.inner.grace.enter();
         let old = self.inner.group_of(key, &online).remove(key);
         if old.is_some() {
-            self.inner.len.add(LIVE, -1);
+            self.inner.len.adjust(-1);
         }
         old
     }
 
     fn len(&self) -> usize {
         // A transiently negative count (a remove counted before its insert) reads as 0.
-        self.inner.len.sum(LIVE).max(0) as usize
+        self.inner.len.total().max(0) as usize
     }
 
     fn iter(&self) -> Iter<'_, K> {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
-use concurrency::striped::StripedCounts;
+use concurrency::striped::StripedCount;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use concurrency::{Backoff, GracePeriod, OnlineGuard, RecordCell, Share, ShareLock, Workers};
 
@@ -41,9 +41,6 @@ use crate::xindex::root::Root;
 use crate::xindex::scan::Range;
 use crate::xindex::stats::Counters;
 use crate::{OrderedIndex, Stats};
-
-/// The one count of the index's striped length.
-const LIVE: usize = 0;
 
 /// XIndex-R: a concurrent learned ordered index from keys (`u64` or `Vec<u8>`) to one 64-bit
 /// word (Wang et al., ACM TOS 2022).
@@ -89,9 +86,8 @@ pub(crate) struct Inner<K: IndexKey> {
     root: AtomicPtr<Root<K>>,
     grace: GracePeriod,
     config: Config,
-    /// Live keys, in count [`LIVE`] (see [`StripedCounts`]): a remove may be counted before the
-    /// insert it removes.
-    len: StripedCounts<1>,
+    /// Live keys: a remove may be counted before the insert it removes.
+    len: StripedCount,
     counters: Counters,
     /// Held by whoever restructures groups or the root, the only code that frees them:
     /// exclusively, or by partial restructurers of distinct shares of the root slots.
@@ -172,7 +168,7 @@ impl<K: IndexKey> XIndex<K> {
             root: AtomicPtr::new(Box::into_raw(Box::new(root))),
             grace: GracePeriod::new(),
             config,
-            len: StripedCounts::starting_at([len as i64]),
+            len: StripedCount::starting_at([len as i64]),
             counters: Counters::new(),
             restructure: ShareLock::new(),
         });
@@ -381,7 +377,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
             backoff.snooze();
         };
         if old.is_none() {
-            self.inner.len.add(LIVE, 1);
+            self.inner.len.adjust(1);
         }
         old
     }
@@ -395,7 +391,7 @@ impl<K: IndexKey> OrderedIndex<K> for XIndex<K> {
         let pinned = self.inner.pin();
         let old = remove(pinned.root().locate(key), key);
         if old.is_some() {
-            self.inner.len.add(LIVE, -1);
+            self.inner.len.adjust(-1);
         }
         old
     }
@@ -652,7 +648,7 @@ impl<K: IndexKey> Inner<K> {
 
     /// The live-key counter, as a signed number.
     pub(crate) fn live_count(&self) -> i64 {
-        self.len.sum(LIVE)
+        self.len.total()
     }
 }
 
