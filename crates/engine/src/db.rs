@@ -120,7 +120,9 @@ impl Db {
         Self::open_in_memory_with(Options::default())
     }
 
-    /// A database that lives in memory only; the durability and log options are ignored.
+    /// A database that lives in memory only. The durability and log options have no effect,
+    /// but every option is still validated, as [`Db::open`] does: an `Options` value that a
+    /// test opens in memory is one that opens a directory too.
     pub fn open_in_memory_with(options: Options) -> Result<Self> {
         options.validate()?;
         Ok(Self {

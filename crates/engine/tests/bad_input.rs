@@ -297,7 +297,12 @@ fn invalid_options_are_refused() {
         options().segment_bytes(10),
     ] {
         assert!(matches!(
-            Db::open(dir.path(), options),
+            Db::open(dir.path(), options.clone()),
+            Err(Error::InvalidOptions(_))
+        ));
+        // In memory the log options have no effect but are checked all the same.
+        assert!(matches!(
+            Db::open_in_memory_with(options),
             Err(Error::InvalidOptions(_))
         ));
     }
