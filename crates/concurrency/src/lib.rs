@@ -16,7 +16,8 @@
 //!   (`asymmetric_fence`).
 //! - [`epoch`]: epoch-based reclamation over `crossbeam-epoch`, with a loom build that frees at
 //!   the end of each model execution.
-//! - [`workers`]: the periodic background threads an index owns and joins on drop.
+//! - [`workers`]: the periodic background threads an index owns and joins on drop, optionally
+//!   run on demand: only after writers mark work, backing off while none comes.
 //! - [`share_lock`]: the restructure lock, held exclusively or by background threads owning
 //!   disjoint shares of an index's groups.
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
@@ -61,4 +62,4 @@ pub use node_lock::{NodeLock, NodeWriteGuard, Restart, Version};
 pub use record_cell::{RecordCell, RecordCellGuard};
 pub use record_lock::{RecordGuard, RecordLock, RecordMeta};
 pub use share_lock::{Share, ShareLock};
-pub use workers::Workers;
+pub use workers::{Demand, Workers};

@@ -4,20 +4,29 @@
 //! them. Each task learns its thread's [`Share`] of the work, so threads can split items
 //! (an index's groups) among them. XIndex-R's compaction and adjustment passes and XIndex-H's
 //! resizes run on them.
+//!
+//! Workers started [on demand](Workers::on_demand) run their task only when a writer has
+//! [marked](Demand::mark) work since their last pass, and back off while none comes: an idle
+//! worker sleeps twice as long after each pass it skips, up to a maximum, and the first mark
+//! wakes it at once. So a hash index with a short period (XIndex-H's 2 ms) costs nothing while
+//! nobody writes to it (not in the paper, whose threads poll; a database of many idle tables
+//! would otherwise keep the cores busy with empty passes).
 
 use std::io;
-use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
 
 use crate::share_lock::Share;
 
 /// Named threads running one task periodically; dropping the value stops and joins them.
 #[derive(Debug)]
 pub struct Workers {
-    /// One channel per thread; dropping the sender tells the thread to stop.
-    stops: Vec<mpsc::Sender<()>>,
+    /// One per thread: how it is told to stop.
+    signals: Vec<Arc<Signal>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -31,23 +40,75 @@ impl Workers {
         period: Duration,
         task: impl Fn(Share) + Send + Sync + 'static,
     ) -> io::Result<Self> {
-        let task = Arc::new(task);
+        let signals = (0..count).map(|_| Arc::new(Signal::default())).collect();
+        Self::spawn(name, signals, move |share, signal| {
+            while signal.sleep(period) {
+                task(share);
+            }
+        })
+    }
+
+    /// Starts one thread per worker of `demand`, named `{name}-{i}`, thread `i` calling `task`
+    /// with its share of the work at most every `period`, and only when a writer has marked
+    /// work ([`Demand::mark`]) since its last call, or its last call returned true (it did
+    /// something, so there may be more). After each period without work it sleeps twice as
+    /// long, up to `max_pause`; a mark wakes it at once.
+    pub fn on_demand(
+        name: &str,
+        demand: &Arc<Demand>,
+        period: Duration,
+        max_pause: Duration,
+        task: impl Fn(Share) -> bool + Send + Sync + 'static,
+    ) -> io::Result<Self> {
+        let signals = demand
+            .workers
+            .iter()
+            .map(|w| Arc::clone(&w.signal))
+            .collect();
+        let demand = Arc::clone(demand);
+        Self::spawn(name, signals, move |share, signal| {
+            let worker = &demand.workers[share.part()];
+            let mut pause = period;
+            while signal.sleep(pause) {
+                if worker.pending.swap(false, Ordering::SeqCst) {
+                    if task(share) {
+                        worker.pending.store(true, Ordering::SeqCst);
+                    }
+                    pause = period;
+                } else {
+                    pause = pause.saturating_mul(2).min(max_pause).max(period);
+                }
+                // Announce a long sleep, then look for work once more: a writer marks before
+                // it reads `idle`, so either this load sees its mark or it sees `idle` and
+                // wakes the sleep (both sides sequentially consistent).
+                let idle = pause > period;
+                worker.idle.store(idle, Ordering::SeqCst);
+                if idle && worker.pending.load(Ordering::SeqCst) {
+                    pause = period;
+                }
+            }
+        })
+    }
+
+    /// Spawns one thread per signal, thread `i` running `body` with share `i` and its signal.
+    fn spawn(
+        name: &str,
+        signals: Vec<Arc<Signal>>,
+        body: impl Fn(Share, &Signal) + Send + Sync + 'static,
+    ) -> io::Result<Self> {
+        let body = Arc::new(body);
+        let count = signals.len();
         let mut workers = Self {
-            stops: Vec::new(),
+            signals: Vec::new(),
             threads: Vec::new(),
         };
-        for i in 0..count {
+        for (i, signal) in signals.into_iter().enumerate() {
             let share = Share::of(i, count);
-            let (stop, stopped) = mpsc::channel::<()>();
-            let task = Arc::clone(&task);
+            let (body, mine) = (Arc::clone(&body), Arc::clone(&signal));
             let thread = thread::Builder::new()
                 .name(format!("{name}-{i}"))
-                .spawn(move || {
-                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
-                        task(share);
-                    }
-                })?;
-            workers.stops.push(stop);
+                .spawn(move || body(share, &mine))?;
+            workers.signals.push(signal);
             workers.threads.push(thread);
         }
         Ok(workers)
@@ -56,7 +117,9 @@ impl Workers {
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        self.stops.clear();
+        for signal in self.signals.drain(..) {
+            signal.wake(|state| state.stop = true);
+        }
         for thread in self.threads.drain(..) {
             let name = thread.thread().name().unwrap_or("worker").to_owned();
             if thread.join().is_err() && !thread::panicking() {
@@ -66,10 +129,93 @@ impl Drop for Workers {
     }
 }
 
+/// Work announced to the threads of [`Workers::on_demand`]: one flag per thread, set by
+/// writers, taken by the thread's next pass.
+#[derive(Debug)]
+pub struct Demand {
+    workers: Box<[CachePadded<DemandWorker>]>,
+}
+
+#[derive(Debug)]
+struct DemandWorker {
+    /// A writer marked work since the thread's last pass.
+    pending: AtomicBool,
+    /// The thread sleeps longer than its period: a writer's mark must wake it.
+    idle: AtomicBool,
+    signal: Arc<Signal>,
+}
+
+impl Demand {
+    /// Demand for `count` threads, each with work pending (their first pass runs).
+    pub fn new(count: usize) -> Self {
+        let workers = (0..count)
+            .map(|_| {
+                CachePadded::new(DemandWorker {
+                    pending: AtomicBool::new(true),
+                    idle: AtomicBool::new(false),
+                    signal: Arc::new(Signal::default()),
+                })
+            })
+            .collect();
+        Self { workers }
+    }
+
+    /// Announces work to every thread: each runs its next pass, woken now if it sleeps long.
+    /// Costs a writer one load of each thread's flag while the flags are already set.
+    #[inline]
+    pub fn mark(&self) {
+        for worker in self.workers.iter() {
+            if !worker.pending.load(Ordering::Relaxed)
+                && !worker.pending.swap(true, Ordering::SeqCst)
+                && worker.idle.load(Ordering::SeqCst)
+            {
+                worker.signal.wake(|state| state.nudged = true);
+            }
+        }
+    }
+}
+
+/// How a sleeping worker is woken: told to stop, or nudged by a writer's mark.
+#[derive(Debug, Default)]
+struct Signal {
+    state: Mutex<Wake>,
+    woken: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Wake {
+    stop: bool,
+    nudged: bool,
+}
+
+impl Signal {
+    /// Sleeps for `pause`, or until nudged or stopped; false once stopped.
+    fn sleep(&self, pause: Duration) -> bool {
+        let (mut state, _) = self
+            .woken
+            .wait_timeout_while(self.state(), pause, |state| !state.stop && !state.nudged)
+            .unwrap_or_else(PoisonError::into_inner);
+        state.nudged = false;
+        !state.stop
+    }
+
+    /// Changes the state with `change` and wakes the sleeper.
+    fn wake(&self, change: impl FnOnce(&mut Wake)) {
+        change(&mut self.state());
+        self.woken.notify_one();
+    }
+
+    fn state(&self) -> MutexGuard<'_, Wake> {
+        // The state is two flags, valid whatever a panicking holder left.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Instant;
 
     #[test]
     fn workers_run_their_task_and_stop_on_drop() {
@@ -99,5 +245,78 @@ mod tests {
             after,
             "no task runs after the drop"
         );
+    }
+
+    /// Waits up to 10 s for `runs` to reach `target`; the time it took.
+    fn wait_for(runs: &AtomicUsize, target: usize) -> Duration {
+        let start = Instant::now();
+        while runs.load(Ordering::SeqCst) < target {
+            assert!(start.elapsed() < Duration::from_secs(10), "no pass came");
+            thread::sleep(Duration::from_micros(200));
+        }
+        start.elapsed()
+    }
+
+    #[test]
+    fn on_demand_workers_pass_only_after_a_mark_and_a_mark_wakes_an_idle_one() {
+        let demand = Arc::new(Demand::new(2));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let workers = Workers::on_demand(
+            "test-demand",
+            &demand,
+            Duration::from_millis(50),
+            Duration::from_secs(60),
+            move |_| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                false
+            },
+        )
+        .expect("threads start");
+        wait_for(&runs, 2);
+        // Both threads' first passes are done. Without a mark no thread passes again, while
+        // their pauses grow: 50, 100, 200, 400, 800 ms, then a pause of 1.6 s that began about
+        // 1.55 s after the first pass. A mark 1.7 s after it must wake them: their timers would
+        // only end more than a second later.
+        thread::sleep(Duration::from_millis(1_700));
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "no pass without a mark");
+        demand.mark();
+        let took = wait_for(&runs, 4);
+        assert!(
+            took < Duration::from_millis(500),
+            "idle threads passed {took:?} after a mark"
+        );
+        // Back at their period, each mark brings one pass of each thread.
+        for round in 1..=5 {
+            demand.mark();
+            wait_for(&runs, 4 + 2 * round);
+            thread::sleep(Duration::from_millis(10));
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                4 + 2 * round,
+                "one pass a mark"
+            );
+        }
+        drop(workers);
+    }
+
+    #[test]
+    fn an_on_demand_task_that_did_work_runs_again() {
+        let demand = Arc::new(Demand::new(1));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let workers = Workers::on_demand(
+            "test-busy",
+            &demand,
+            Duration::from_millis(1),
+            Duration::from_secs(60),
+            move |_| counter.fetch_add(1, Ordering::SeqCst) < 4,
+        )
+        .expect("threads start");
+        // Five passes from one initial demand: four that did work, then one that did not.
+        wait_for(&runs, 5);
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(runs.load(Ordering::SeqCst), 5);
+        drop(workers);
     }
 }

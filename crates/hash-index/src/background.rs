@@ -1,6 +1,8 @@
 //! Background work (§3.6: resizes are triggered by background threads; digest §2.7): the
 //! index's own threads, named `xindex-h-bg-N`, each running a maintenance pass every
-//! [`Config::period`](crate::Config::period), and the pass itself, which
+//! [`Config::period`](crate::Config::period) while writes change the number of keys (and
+//! backing off, up to a second, while none does: `concurrency::workers`, on demand), and the
+//! pass itself, which
 //! [`maintenance_step`](crate::HashIndex::maintenance_step) and
 //! [`quiesce`](crate::HashIndex::quiesce) also run synchronously.
 //!
@@ -13,6 +15,7 @@
 //! resized by one actor at a time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use concurrency::{Share, Workers};
 
@@ -21,14 +24,19 @@ use crate::index::{Inner, buckets_for};
 use crate::key::HashKey;
 use crate::resize::Request;
 
+/// The longest an idle background thread sleeps between two looks for work; a write that
+/// changes the number of keys wakes it sooner.
+const IDLE_PAUSE: Duration = Duration::from_secs(1);
+
 /// Starts `inner`'s configured number of background threads, named `xindex-h-bg-N`;
-/// dropping the result stops and joins them.
+/// dropping the result stops and joins them. They pass every period while writes change the
+/// number of keys (`Inner::demand`), and back off while none does.
 pub(crate) fn start<K: HashKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error> {
-    let config = inner.config();
-    let (count, period) = (config.background_threads, config.period);
+    let period = inner.config().period;
+    let demand = Arc::clone(&inner.demand);
     let inner = Arc::clone(inner);
-    let workers = Workers::start("xindex-h-bg", count, period, move |share| {
-        inner.maintenance_pass(share);
+    let workers = Workers::on_demand("xindex-h-bg", &demand, period, IDLE_PAUSE, move |share| {
+        inner.maintenance_pass(share)
     })?;
     Ok(workers)
 }

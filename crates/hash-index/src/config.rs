@@ -51,7 +51,9 @@ pub struct Config {
     /// resizes to explicit [`maintenance_step`](crate::HashIndex::maintenance_step) and
     /// [`quiesce`](crate::HashIndex::quiesce) calls.
     pub background_threads: usize,
-    /// The pause between two background passes (2 ms).
+    /// The pause between two background passes (2 ms) while inserts and removes change the
+    /// number of keys; with none, a thread sleeps longer after each pass it skips, up to a
+    /// second, and the next such write wakes it.
     pub period: Duration,
 }
 

@@ -26,7 +26,7 @@ use concurrency::prefetch::LOOKUP_BATCH;
 use concurrency::share_lock::{ExclusiveGuard, ShareGuard};
 use concurrency::striped::StripedCount;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use concurrency::{GracePeriod, OnlineGuard, Share, ShareLock, Workers};
+use concurrency::{Demand, GracePeriod, OnlineGuard, Share, ShareLock, Workers};
 
 use crate::background;
 use crate::config::{Config, MAX_GROUPS};
@@ -80,6 +80,9 @@ pub(crate) struct Inner<K: HashKey> {
     len: StripedCount,
     grows: AtomicU64,
     shrinks: AtomicU64,
+    /// Marked by every write that changes the number of keys, so that the background threads
+    /// pass only when a load factor may have moved.
+    pub(crate) demand: Arc<Demand>,
     /// Held by whoever resizes groups, the only code that frees them: by passes over distinct
     /// shares of the slots, or exclusively by the test hooks.
     restructure: ShareLock,
@@ -146,6 +149,7 @@ impl<K: HashKey> XIndexH<K> {
             .into_iter()
             .map(|g| AtomicPtr::new(Box::into_raw(Box::new(g))))
             .collect();
+        let demand = Arc::new(Demand::new(config.background_threads));
         let inner = Arc::new(Inner {
             root,
             slots,
@@ -154,6 +158,7 @@ impl<K: HashKey> XIndexH<K> {
             len: StripedCount::starting_at([len as i64]),
             grows: AtomicU64::new(0),
             shrinks: AtomicU64::new(0),
+            demand,
             restructure: ShareLock::new(),
         });
         let background = background::start(&inner)?;
@@ -339,6 +344,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         };
         if old.is_none() {
             self.inner.len.adjust(1);
+            self.inner.demand.mark();
         }
         old
     }
@@ -353,6 +359,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         let old = self.inner.group_of(key, &online).remove(key);
         if old.is_some() {
             self.inner.len.adjust(-1);
+            self.inner.demand.mark();
         }
         old
     }
