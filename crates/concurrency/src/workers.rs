@@ -10,10 +10,11 @@
 //! worker sleeps twice as long after each pass it skips, up to a maximum, and the first mark
 //! wakes it at once. So a hash index with a short period (XIndex-H's 2 ms) costs nothing while
 //! nobody writes to it (not in the paper, whose threads poll; a database of many idle tables
-//! would otherwise keep the cores busy with empty passes).
+//! would otherwise keep the cores busy with empty passes). The handshake that keeps a mark
+//! from being lost to a worker going idle ([`Demand::announce`], [`Demand::rest`]) has loom
+//! models in `tests/loom_workers.rs`.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::share_lock::Share;
+use crate::sync::atomic::{AtomicBool, Ordering, fence};
 
 /// Named threads running one task periodically; dropping the value stops and joins them.
 #[derive(Debug)]
@@ -67,23 +69,18 @@ impl Workers {
             .collect();
         let demand = Arc::clone(demand);
         Self::spawn(name, signals, move |share, signal| {
-            let worker = &demand.workers[share.part()];
+            let part = share.part();
             let mut pause = period;
             while signal.sleep(pause) {
-                if worker.pending.swap(false, Ordering::SeqCst) {
+                if demand.take(part) {
                     if task(share) {
-                        worker.pending.store(true, Ordering::SeqCst);
+                        demand.leave(part);
                     }
                     pause = period;
                 } else {
                     pause = pause.saturating_mul(2).min(max_pause).max(period);
                 }
-                // Announce a long sleep, then look for work once more: a writer marks before
-                // it reads `idle`, so either this load sees its mark or it sees `idle` and
-                // wakes the sleep (both sides sequentially consistent).
-                let idle = pause > period;
-                worker.idle.store(idle, Ordering::SeqCst);
-                if idle && worker.pending.load(Ordering::SeqCst) {
+                if demand.rest(part, pause > period) {
                     pause = period;
                 }
             }
@@ -161,17 +158,57 @@ impl Demand {
     }
 
     /// Announces work to every thread: each runs its next pass, woken now if it sleeps long.
-    /// Costs a writer one load of each thread's flag while the flags are already set.
+    /// Costs a writer one load of each thread's flag while the flags are already set (its work
+    /// is then left to the pass that takes the flag).
     #[inline]
     pub fn mark(&self) {
-        for worker in self.workers.iter() {
-            if !worker.pending.load(Ordering::Relaxed)
-                && !worker.pending.swap(true, Ordering::SeqCst)
-                && worker.idle.load(Ordering::SeqCst)
-            {
+        for (part, worker) in self.workers.iter().enumerate() {
+            if self.announce(part) {
                 worker.signal.wake(|state| state.nudged = true);
             }
         }
+    }
+
+    /// Marks thread `part`'s flag; true if this set it while the thread sleeps long, so the
+    /// caller must wake it. Release: the pass that takes the flag sees the writes before it.
+    ///
+    /// The flag is set before `idle` is read, and [`Demand::rest`] sets `idle` before it reads
+    /// the flag, each pair split by a sequentially consistent fence, so one of the two sees
+    /// the other's store (the fences, not SeqCst accesses, so that loom checks it too).
+    #[doc(hidden)]
+    #[inline]
+    pub fn announce(&self, part: usize) -> bool {
+        let worker = &self.workers[part];
+        if worker.pending.load(Ordering::Relaxed) || worker.pending.swap(true, Ordering::Release) {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        worker.idle.load(Ordering::Relaxed)
+    }
+
+    /// Takes thread `part`'s flag: true if work was marked since it was last taken.
+    #[doc(hidden)]
+    pub fn take(&self, part: usize) -> bool {
+        self.workers[part].pending.swap(false, Ordering::Acquire)
+    }
+
+    /// Sets thread `part`'s flag again: its last pass did work, so there may be more.
+    fn leave(&self, part: usize) {
+        self.workers[part].pending.store(true, Ordering::Release);
+    }
+
+    /// Records whether thread `part` is about to sleep past its period (`idle`); if so, true
+    /// if work was marked meanwhile, which no writer may wake it for (see
+    /// [`Demand::announce`]): the thread should then pass after its period.
+    #[doc(hidden)]
+    pub fn rest(&self, part: usize, idle: bool) -> bool {
+        let worker = &self.workers[part];
+        worker.idle.store(idle, Ordering::Relaxed);
+        if !idle {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        worker.pending.load(Ordering::Relaxed)
     }
 }
 
@@ -257,22 +294,26 @@ mod tests {
         start.elapsed()
     }
 
+    /// Threads of `demand` on demand with a long maximum pause (only a mark can bring a pass
+    /// soon), counting their passes; pass `n` (from 0) says it did work if `did_work(n)`.
+    fn counting_passes(
+        demand: &Arc<Demand>,
+        period: Duration,
+        did_work: impl Fn(usize) -> bool + Send + Sync + 'static,
+    ) -> (Workers, Arc<AtomicUsize>) {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let task = move |_| did_work(counter.fetch_add(1, Ordering::SeqCst));
+        let workers =
+            Workers::on_demand("test-demand", demand, period, Duration::from_secs(60), task)
+                .expect("threads start");
+        (workers, runs)
+    }
+
     #[test]
     fn on_demand_workers_pass_only_after_a_mark_and_a_mark_wakes_an_idle_one() {
         let demand = Arc::new(Demand::new(2));
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&runs);
-        let workers = Workers::on_demand(
-            "test-demand",
-            &demand,
-            Duration::from_millis(50),
-            Duration::from_secs(60),
-            move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-                false
-            },
-        )
-        .expect("threads start");
+        let (workers, runs) = counting_passes(&demand, Duration::from_millis(50), |_| false);
         wait_for(&runs, 2);
         // Both threads' first passes are done. Without a mark no thread passes again, while
         // their pauses grow: 50, 100, 200, 400, 800 ms, then a pause of 1.6 s that began about
@@ -303,16 +344,7 @@ mod tests {
     #[test]
     fn an_on_demand_task_that_did_work_runs_again() {
         let demand = Arc::new(Demand::new(1));
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&runs);
-        let workers = Workers::on_demand(
-            "test-busy",
-            &demand,
-            Duration::from_millis(1),
-            Duration::from_secs(60),
-            move |_| counter.fetch_add(1, Ordering::SeqCst) < 4,
-        )
-        .expect("threads start");
+        let (workers, runs) = counting_passes(&demand, Duration::from_millis(1), |n| n < 4);
         // Five passes from one initial demand: four that did work, then one that did not.
         wait_for(&runs, 5);
         thread::sleep(Duration::from_millis(50));

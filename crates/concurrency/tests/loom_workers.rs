@@ -1,0 +1,68 @@
+//! Loom models of the wake-up handshake of on-demand workers (`concurrency::workers::Demand`):
+//! a writer's mark is never lost to a worker that is going to sleep past its period. The
+//! worker records that it is idle, then looks at its flag once more ([`Demand::rest`]); the
+//! writer sets the flag, then reads whether the worker is idle ([`Demand::announce`]). Either
+//! the worker sees the mark (and passes after its period) or the writer sees the worker idle
+//! (and wakes it); and the mark stays pending for the worker's next pass.
+//!
+//! The condition variable that carries the wake-up is `std`'s and no part of the models.
+#![cfg(loom)]
+
+mod common;
+
+use concurrency::Demand;
+use concurrency::sync::{Arc, thread};
+
+/// A worker whose last pass took the work there was, now deciding to sleep long, and `writers`
+/// threads marking work meanwhile.
+fn idle_worker_and_writers(writers: usize) {
+    let demand = Arc::new(Demand::new(1));
+    assert!(demand.take(0), "a new worker has work pending");
+    let marks: Vec<_> = (0..writers)
+        .map(|_| {
+            let demand = Arc::clone(&demand);
+            thread::spawn(move || demand.announce(0))
+        })
+        .collect();
+    let saw_work = demand.rest(0, true);
+    let woken = marks
+        .into_iter()
+        .map(|mark| mark.join().expect("no panic"))
+        .filter(|&wake| wake)
+        .count();
+    assert!(
+        saw_work || woken > 0,
+        "a mark was lost: the worker sleeps long with work pending and nobody wakes it"
+    );
+    assert!(woken <= 1, "one mark sets the flag, and only it wakes");
+    assert!(demand.take(0), "the marked work waits for the next pass");
+}
+
+#[test]
+fn a_mark_reaches_a_worker_going_idle() {
+    common::model(|| idle_worker_and_writers(1));
+}
+
+#[test]
+fn marks_of_two_writers_reach_a_worker_going_idle() {
+    common::model(|| idle_worker_and_writers(2));
+}
+
+/// A worker at its period (not idle) needs no wake: the mark waits for its next pass.
+#[test]
+fn a_worker_at_its_period_is_not_woken() {
+    common::model(|| {
+        let demand = Arc::new(Demand::new(1));
+        assert!(demand.take(0));
+        let mark = {
+            let demand = Arc::clone(&demand);
+            thread::spawn(move || demand.announce(0))
+        };
+        assert!(
+            !demand.rest(0, false),
+            "a worker at its period does not look again"
+        );
+        assert!(!mark.join().expect("no panic"), "nor is it woken");
+        assert!(demand.take(0), "the marked work waits for the next pass");
+    });
+}
