@@ -51,10 +51,20 @@ impl Workers {
     }
 
     /// Starts one thread per worker of `demand`, named `{name}-{i}`, thread `i` calling `task`
-    /// with its share of the work at most every `period`, and only when a writer has marked
-    /// work ([`Demand::mark`]) since its last call, or its last call returned true (it did
-    /// something, so there may be more). After each period without work it sleeps twice as
-    /// long, up to `max_pause`; a mark wakes it at once.
+    /// with its share of the work at most every `period`: when a writer has marked work
+    /// ([`Demand::mark`]) since its last call, or its last call returned true (it did
+    /// something, so there may be more), and otherwise once every `max_pause`. After each
+    /// period without work it sleeps twice as long, up to `max_pause`; from [`WAKE_AFTER`]
+    /// periods on, a mark wakes it at once.
+    ///
+    /// The call every `max_pause` is what bounds the wait for a write whose mark found the
+    /// flag already set: the pass that took the flag need not see that write on a processor
+    /// that reorders memory accesses (a fence per mark would rule it out, at a cost to every
+    /// writer).
+    ///
+    /// # Panics
+    ///
+    /// If `demand` already serves another `Workers` (its threads' signals are its own).
     pub fn on_demand(
         name: &str,
         demand: &Arc<Demand>,
@@ -62,25 +72,34 @@ impl Workers {
         max_pause: Duration,
         task: impl Fn(Share) -> bool + Send + Sync + 'static,
     ) -> io::Result<Self> {
+        assert!(
+            !demand
+                .served
+                .swap(true, std::sync::atomic::Ordering::Relaxed),
+            "a Demand serves one Workers"
+        );
         let signals = demand
             .workers
             .iter()
             .map(|w| Arc::clone(&w.signal))
             .collect();
         let demand = Arc::clone(demand);
+        let wake_from = period.saturating_mul(WAKE_AFTER);
         Self::spawn(name, signals, move |share, signal| {
             let part = share.part();
             let mut pause = period;
             while signal.sleep(pause) {
-                if demand.take(part) {
-                    if task(share) {
-                        demand.leave(part);
-                    }
-                    pause = period;
-                } else {
-                    pause = pause.saturating_mul(2).min(max_pause).max(period);
+                let marked = demand.take(part);
+                let worked = (marked || pause >= max_pause) && task(share);
+                if worked {
+                    demand.leave(part);
                 }
-                if demand.rest(part, pause > period) {
+                pause = if marked || worked {
+                    period
+                } else {
+                    pause.saturating_mul(2).min(max_pause).max(period)
+                };
+                if demand.rest(part, pause >= wake_from) {
                     pause = period;
                 }
             }
@@ -126,11 +145,17 @@ impl Drop for Workers {
     }
 }
 
+/// The pause, in periods, from which an on-demand thread counts as idle: a mark wakes it
+/// (shorter pauses end soon enough; a wake costs the writer a system call).
+pub const WAKE_AFTER: u32 = 8;
+
 /// Work announced to the threads of [`Workers::on_demand`]: one flag per thread, set by
 /// writers, taken by the thread's next pass.
 #[derive(Debug)]
 pub struct Demand {
     workers: Box<[CachePadded<DemandWorker>]>,
+    /// Whether a `Workers` runs on it (whose threads the signals belong to).
+    served: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -154,12 +179,15 @@ impl Demand {
                 })
             })
             .collect();
-        Self { workers }
+        Self {
+            workers,
+            served: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// Announces work to every thread: each runs its next pass, woken now if it sleeps long.
     /// Costs a writer one load of each thread's flag while the flags are already set (its work
-    /// is then left to the pass that takes the flag).
+    /// is then left to the pass that takes the flag, or to the pass every `max_pause`).
     #[inline]
     pub fn mark(&self) {
         for (part, worker) in self.workers.iter().enumerate() {
@@ -294,26 +322,29 @@ mod tests {
         start.elapsed()
     }
 
-    /// Threads of `demand` on demand with a long maximum pause (only a mark can bring a pass
-    /// soon), counting their passes; pass `n` (from 0) says it did work if `did_work(n)`.
+    /// Threads of `demand` on demand, counting their passes; pass `n` (from 0) says it did
+    /// work if `did_work(n)`.
     fn counting_passes(
         demand: &Arc<Demand>,
         period: Duration,
+        max_pause: Duration,
         did_work: impl Fn(usize) -> bool + Send + Sync + 'static,
     ) -> (Workers, Arc<AtomicUsize>) {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&runs);
         let task = move |_| did_work(counter.fetch_add(1, Ordering::SeqCst));
-        let workers =
-            Workers::on_demand("test-demand", demand, period, Duration::from_secs(60), task)
-                .expect("threads start");
+        let workers = Workers::on_demand("test-demand", demand, period, max_pause, task)
+            .expect("threads start");
         (workers, runs)
     }
+
+    /// A maximum pause that no test waits for: only a mark brings a pass soon.
+    const LONG: Duration = Duration::from_secs(60);
 
     #[test]
     fn on_demand_workers_pass_only_after_a_mark_and_a_mark_wakes_an_idle_one() {
         let demand = Arc::new(Demand::new(2));
-        let (workers, runs) = counting_passes(&demand, Duration::from_millis(50), |_| false);
+        let (workers, runs) = counting_passes(&demand, Duration::from_millis(50), LONG, |_| false);
         wait_for(&runs, 2);
         // Both threads' first passes are done. Without a mark no thread passes again, while
         // their pauses grow: 50, 100, 200, 400, 800 ms, then a pause of 1.6 s that began about
@@ -344,11 +375,30 @@ mod tests {
     #[test]
     fn an_on_demand_task_that_did_work_runs_again() {
         let demand = Arc::new(Demand::new(1));
-        let (workers, runs) = counting_passes(&demand, Duration::from_millis(1), |n| n < 4);
+        let (workers, runs) = counting_passes(&demand, Duration::from_millis(1), LONG, |n| n < 4);
         // Five passes from one initial demand: four that did work, then one that did not.
         wait_for(&runs, 5);
         thread::sleep(Duration::from_millis(50));
         assert_eq!(runs.load(Ordering::SeqCst), 5);
         drop(workers);
+    }
+
+    #[test]
+    fn an_idle_on_demand_thread_still_passes_every_max_pause() {
+        let demand = Arc::new(Demand::new(1));
+        let max_pause = Duration::from_millis(20);
+        let (workers, runs) =
+            counting_passes(&demand, Duration::from_millis(1), max_pause, |_| false);
+        // The first pass takes the initial demand; the next ones come unmarked.
+        wait_for(&runs, 4);
+        drop(workers);
+    }
+
+    #[test]
+    #[should_panic(expected = "a Demand serves one Workers")]
+    fn a_demand_serves_one_workers() {
+        let demand = Arc::new(Demand::new(1));
+        let _first = counting_passes(&demand, Duration::from_millis(1), LONG, |_| false);
+        let _second = counting_passes(&demand, Duration::from_millis(1), LONG, |_| false);
     }
 }

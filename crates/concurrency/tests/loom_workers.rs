@@ -1,9 +1,10 @@
 //! Loom models of the wake-up handshake of on-demand workers (`concurrency::workers::Demand`):
-//! a writer's mark is never lost to a worker that is going to sleep past its period. The
-//! worker records that it is idle, then looks at its flag once more ([`Demand::rest`]); the
-//! writer sets the flag, then reads whether the worker is idle ([`Demand::announce`]). Either
-//! the worker sees the mark (and passes after its period) or the writer sees the worker idle
-//! (and wakes it); and the mark stays pending for the worker's next pass.
+//! a writer's mark is never lost to a worker that is going to sleep long. The worker records
+//! that it is idle, then looks at its flag once more ([`Demand::rest`]); the writer sets the
+//! flag, then reads whether the worker is idle ([`Demand::announce`]). Either the worker sees
+//! the mark (and passes after its period) or the writer sees the worker idle (and wakes it);
+//! and the mark stays pending for the worker's next pass. And a pass that takes a writer's
+//! mark sees what the writer wrote before marking.
 //!
 //! The condition variable that carries the wake-up is `std`'s and no part of the models.
 #![cfg(loom)]
@@ -11,6 +12,7 @@
 mod common;
 
 use concurrency::Demand;
+use concurrency::sync::atomic::{AtomicUsize, Ordering};
 use concurrency::sync::{Arc, thread};
 
 /// A worker whose last pass took the work there was, now deciding to sleep long, and `writers`
@@ -64,5 +66,30 @@ fn a_worker_at_its_period_is_not_woken() {
         );
         assert!(!mark.join().expect("no panic"), "nor is it woken");
         assert!(demand.take(0), "the marked work waits for the next pass");
+    });
+}
+
+/// A pass that takes a writer's mark sees the writes the writer made before marking.
+#[test]
+fn a_pass_that_takes_a_mark_sees_the_writes_before_it() {
+    common::model(|| {
+        let demand = Arc::new(Demand::new(1));
+        assert!(demand.take(0));
+        let written = Arc::new(AtomicUsize::new(0));
+        let writer = {
+            let (demand, written) = (Arc::clone(&demand), Arc::clone(&written));
+            thread::spawn(move || {
+                written.store(1, Ordering::Relaxed);
+                demand.announce(0);
+            })
+        };
+        if demand.take(0) {
+            assert_eq!(
+                written.load(Ordering::Relaxed),
+                1,
+                "the pass missed the write that marked"
+            );
+        }
+        writer.join().expect("no panic");
     });
 }

@@ -24,8 +24,8 @@ use crate::index::{Inner, buckets_for};
 use crate::key::HashKey;
 use crate::resize::Request;
 
-/// The longest an idle background thread sleeps between two looks for work; a write that
-/// changes the number of keys wakes it sooner.
+/// The longest an idle background thread sleeps, and how often it passes while no write
+/// marks it; a write that changes the number of keys wakes it sooner.
 const IDLE_PAUSE: Duration = Duration::from_secs(1);
 
 /// Starts `inner`'s configured number of background threads, named `xindex-h-bg-N`;

@@ -52,8 +52,8 @@ pub struct Config {
     /// [`quiesce`](crate::HashIndex::quiesce) calls.
     pub background_threads: usize,
     /// The pause between two background passes (2 ms) while inserts and removes change the
-    /// number of keys; with none, a thread sleeps longer after each pass it skips, up to a
-    /// second, and the next such write wakes it.
+    /// number of keys; with none, a thread sleeps twice as long after each period without
+    /// work, up to a second (then it passes once a second), and such a write wakes it.
     pub period: Duration,
 }
 

@@ -6,8 +6,10 @@
 #![cfg(not(loom))]
 
 use std::collections::HashMap;
+use std::thread;
+use std::time::{Duration, Instant};
 
-use hash_index::{Config, HashIndex, HashKey, Phase, XIndexH};
+use hash_index::{Config, HashIndex, HashKey, Phase, Stats, XIndexH};
 use proptest::prelude::*;
 
 /// A key type under test, built from a small number.
@@ -221,6 +223,42 @@ fn growth_from_empty_triggers_grows_then_removes_trigger_shrinks() {
     let shrunk = index.stats();
     assert!(shrunk.shrinks > 0, "{shrunk:?}");
     assert!(shrunk.buckets < grown.buckets);
+    assert_eq!(index.len(), 100);
+    index.validate();
+}
+
+/// Waits up to 10 s for the index's own background thread to bring `done` about.
+fn wait_for_background(index: &XIndexH<u64>, done: impl Fn(&Stats) -> bool) {
+    let start = Instant::now();
+    while !done(&index.stats()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no resize came: {:?}",
+            index.stats()
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn the_background_thread_resizes_after_writes_to_an_idle_index() {
+    let config = Config {
+        background_threads: 1,
+        period: Duration::from_millis(1),
+        ..config()
+    };
+    let index = XIndexH::<u64>::new(config).expect("valid config");
+    // Idle long enough for the thread to back off (its pause passes 8 periods).
+    thread::sleep(Duration::from_millis(100));
+    for k in 0..2_000u64 {
+        index.insert(k * 7, k);
+    }
+    wait_for_background(&index, |s| s.grows > 0 && s.max_load_factor <= 1.5);
+    thread::sleep(Duration::from_millis(100));
+    for k in 0..1_900u64 {
+        assert_eq!(index.remove(&(k * 7)), Some(k));
+    }
+    wait_for_background(&index, |s| s.shrinks > 0);
     assert_eq!(index.len(), 100);
     index.validate();
 }
