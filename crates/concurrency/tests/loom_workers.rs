@@ -12,8 +12,8 @@
 mod common;
 
 use concurrency::Demand;
+use concurrency::sync::Arc;
 use concurrency::sync::atomic::{AtomicUsize, Ordering};
-use concurrency::sync::{Arc, thread};
 
 /// A worker whose last pass took the work there was, now deciding to sleep long, and `writers`
 /// threads marking work meanwhile.
@@ -23,7 +23,7 @@ fn idle_worker_and_writers(writers: usize) {
     let marks: Vec<_> = (0..writers)
         .map(|_| {
             let demand = Arc::clone(&demand);
-            thread::spawn(move || demand.announce(0))
+            common::spawn(move || demand.announce(0))
         })
         .collect();
     let saw_work = demand.rest(0, true);
@@ -58,7 +58,7 @@ fn a_worker_at_its_period_is_not_woken() {
         assert!(demand.take(0));
         let mark = {
             let demand = Arc::clone(&demand);
-            thread::spawn(move || demand.announce(0))
+            common::spawn(move || demand.announce(0))
         };
         assert!(
             !demand.rest(0, false),
@@ -78,7 +78,7 @@ fn a_pass_that_takes_a_mark_sees_the_writes_before_it() {
         let written = Arc::new(AtomicUsize::new(0));
         let writer = {
             let (demand, written) = (Arc::clone(&demand), Arc::clone(&written));
-            thread::spawn(move || {
+            common::spawn(move || {
                 written.store(1, Ordering::Relaxed);
                 demand.announce(0);
             })
