@@ -5,12 +5,13 @@
 //! (an index's groups) among them. XIndex-R's compaction and adjustment passes and XIndex-H's
 //! resizes run on them.
 //!
-//! Workers started [on demand](Workers::on_demand) run their task only when a writer has
+//! Workers started [on demand](Workers::on_demand) run their task when a writer has
 //! [marked](Demand::mark) work since their last pass, and back off while none comes: an idle
-//! worker sleeps twice as long after each pass it skips, up to a maximum, and the first mark
-//! wakes it at once. So a hash index with a short period (XIndex-H's 2 ms) costs nothing while
-//! nobody writes to it (not in the paper, whose threads poll; a database of many idle tables
-//! would otherwise keep the cores busy with empty passes). The handshake that keeps a mark
+//! worker sleeps twice as long after each period without work, up to a maximum pause (then
+//! it passes once every such pause), and once it sleeps long the first mark wakes it. So a
+//! hash index with a short period (XIndex-H's 2 ms) costs next to nothing while nobody
+//! writes to it (not in the paper, whose threads poll; a database of many idle tables would
+//! otherwise keep the cores busy with empty passes). The handshake that keeps a mark
 //! from being lost to a worker going idle ([`Demand::announce`], [`Demand::rest`]) has loom
 //! models in `tests/loom_workers.rs`.
 
@@ -154,7 +155,8 @@ pub const WAKE_AFTER: u32 = 8;
 #[derive(Debug)]
 pub struct Demand {
     workers: Box<[CachePadded<DemandWorker>]>,
-    /// Whether a `Workers` runs on it (whose threads the signals belong to).
+    /// Whether a `Workers` runs on it (whose threads the signals belong to); a `std` atomic,
+    /// no part of the loom models.
     served: std::sync::atomic::AtomicBool,
 }
 
@@ -162,7 +164,7 @@ pub struct Demand {
 struct DemandWorker {
     /// A writer marked work since the thread's last pass.
     pending: AtomicBool,
-    /// The thread sleeps longer than its period: a writer's mark must wake it.
+    /// The thread's pause has reached [`WAKE_AFTER`] periods: a writer's mark must wake it.
     idle: AtomicBool,
     signal: Arc<Signal>,
 }
@@ -225,9 +227,9 @@ impl Demand {
         self.workers[part].pending.store(true, Ordering::Release);
     }
 
-    /// Records whether thread `part` is about to sleep past its period (`idle`); if so, true
-    /// if work was marked meanwhile, which no writer may wake it for (see
-    /// [`Demand::announce`]): the thread should then pass after its period.
+    /// Records whether thread `part` is about to sleep so long that a mark must wake it
+    /// (`idle`); if so, true if work was marked meanwhile, which no writer may wake it for
+    /// (see [`Demand::announce`]): the thread should then pass after its period.
     #[doc(hidden)]
     pub fn rest(&self, part: usize, idle: bool) -> bool {
         let worker = &self.workers[part];

@@ -81,7 +81,7 @@ pub(crate) struct Inner<K: HashKey> {
     grows: AtomicU64,
     shrinks: AtomicU64,
     /// Marked by every write that changes the number of keys, so that the background threads
-    /// pass only when a load factor may have moved.
+    /// pass when a load factor may have moved (and otherwise only once a second).
     pub(crate) demand: Arc<Demand>,
     /// Held by whoever resizes groups, the only code that frees them: by passes over distinct
     /// shares of the slots, or exclusively by the test hooks.
