@@ -16,6 +16,7 @@
 //! models in `tests/loom_workers.rs`.
 
 use std::io;
+use std::sync::atomic::AtomicBool as StdAtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -157,7 +158,7 @@ pub struct Demand {
     workers: Box<[CachePadded<DemandWorker>]>,
     /// Whether a `Workers` runs on it (whose threads the signals belong to); a `std` atomic,
     /// no part of the loom models.
-    served: std::sync::atomic::AtomicBool,
+    served: StdAtomicBool,
 }
 
 #[derive(Debug)]
@@ -183,7 +184,7 @@ impl Demand {
             .collect();
         Self {
             workers,
-            served: std::sync::atomic::AtomicBool::new(false),
+            served: StdAtomicBool::new(false),
         }
     }
 

@@ -32,10 +32,9 @@ const IDLE_PAUSE: Duration = Duration::from_secs(1);
 /// dropping the result stops and joins them. They pass every period while writes change the
 /// number of keys (`Inner::demand`), and back off while none does.
 pub(crate) fn start<K: HashKey>(inner: &Arc<Inner<K>>) -> Result<Workers, Error> {
-    let period = inner.config().period;
-    let demand = Arc::clone(&inner.demand);
+    let (demand, period) = (&inner.demand, inner.config().period);
     let inner = Arc::clone(inner);
-    let workers = Workers::on_demand("xindex-h-bg", &demand, period, IDLE_PAUSE, move |share| {
+    let workers = Workers::on_demand("xindex-h-bg", demand, period, IDLE_PAUSE, move |share| {
         inner.maintenance_pass(share)
     })?;
     Ok(workers)

@@ -343,8 +343,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
             }
         };
         if old.is_none() {
-            self.inner.len.adjust(1);
-            self.inner.demand.mark();
+            self.inner.keys_changed(1);
         }
         old
     }
@@ -358,8 +357,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
         let online = self.inner.grace.enter();
         let old = self.inner.group_of(key, &online).remove(key);
         if old.is_some() {
-            self.inner.len.adjust(-1);
-            self.inner.demand.mark();
+            self.inner.keys_changed(-1);
         }
         old
     }
@@ -464,6 +462,13 @@ impl<K: HashKey> fmt::Debug for Iter<'_, K> {
 }
 
 impl<K: HashKey> Inner<K> {
+    /// Counts `delta` keys added (or removed, if negative) and tells the background threads
+    /// that a load factor may have moved.
+    fn keys_changed(&self, delta: i64) {
+        self.len.adjust(delta);
+        self.demand.mark();
+    }
+
     /// The number of root slots.
     pub(crate) fn slot_count(&self) -> usize {
         self.slots.len()
