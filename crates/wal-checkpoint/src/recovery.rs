@@ -13,7 +13,9 @@
 //!    whose sync no synced record on disk names (a lane's last round, or a round whose record
 //!    was lost with the next chunk) are still cut as a torn tail when a block of them reads as
 //!    zeros. Any other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
-//!    tolerant mode, ends that lane there).
+//!    tolerant mode, ends that lane there). So is an earlier segment that ends anywhere but at
+//!    the stamp the next segment's header names as the lane's last before it (records cut
+//!    off at a frame boundary), a gap in the lanes' numbers, or checkpoints without any log.
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
 //!    and each lane's last record is at or above `t_safe`.
@@ -321,7 +323,9 @@ fn synced_after(bytes: &[u8], from: usize, header: &SegmentHeader) -> u64 {
         .unwrap_or(0)
 }
 
-/// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails.
+/// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails. In
+/// tolerant mode a problem ends the lane: at the bad frame, or before the segment whose header
+/// or place in the chain is wrong; the caller deletes the segments left out.
 fn scan_lane(
     lane: u32,
     mut files: Vec<(u64, PathBuf)>,
@@ -343,12 +347,8 @@ fn scan_lane(
                 0,
                 format!("segment {} of lane {lane} is missing", prev.seq + 1),
             );
-            if tolerant {
-                stats.tolerated.push(error.to_string());
-                repairs.deletes.push(path);
-                continue;
-            }
-            return Err(error);
+            refuse_unless_tolerant(error, tolerant, stats)?;
+            break;
         }
         let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
         stats.segments += 1;
@@ -356,12 +356,8 @@ fn scan_lane(
             Ok(header) if header.lane == lane && header.seq == seq => header,
             Ok(_) => {
                 let error = Error::corrupt(&path, 0, "segment header names another lane or seq");
-                if tolerant {
-                    stats.tolerated.push(error.to_string());
-                    repairs.deletes.push(path);
-                    continue;
-                }
-                return Err(error);
+                refuse_unless_tolerant(error, tolerant, stats)?;
+                break;
             }
             Err(reason) => {
                 if is_last && bytes.len() < SEGMENT_HEADER {
@@ -371,15 +367,30 @@ fn scan_lane(
                     continue;
                 }
                 let error = Error::corrupt(&path, 0, reason);
-                if tolerant {
-                    stats.tolerated.push(error.to_string());
-                    repairs.deletes.push(path);
-                    continue;
-                }
-                return Err(error);
+                refuse_unless_tolerant(error, tolerant, stats)?;
+                break;
             }
         };
         *max_ts = (*max_ts).max(header.prev_last_ts);
+        // A segment's header names the stamp of the lane's last record before it. A previous
+        // segment ending elsewhere lost records that no frame check sees: it was cut at a
+        // frame boundary (down to its header, even), which no crash does, as a segment is
+        // trimmed and fsynced before the next one is created.
+        if let Some(prev) = segments.last()
+            && prev.last_ts != header.prev_last_ts
+        {
+            let error = Error::corrupt(
+                &prev.path,
+                prev.valid_end,
+                format!(
+                    "the segment ends at a record stamped {}, but segment {seq} of lane {lane} \
+                     says the lane's last record before it was stamped {}: records are missing",
+                    prev.last_ts, header.prev_last_ts
+                ),
+            );
+            refuse_unless_tolerant(error, tolerant, stats)?;
+            break;
+        }
         let mut at = header.len();
         let seed = header.seed();
         let mut last_ts = segments.last().map_or(header.prev_last_ts, |s| s.last_ts);
@@ -456,6 +467,15 @@ fn scan_lane(
     Ok(segments)
 }
 
+/// `error`, unless `tolerant`: then it is noted in `stats` and recovery goes on.
+fn refuse_unless_tolerant(error: Error, tolerant: bool, stats: &mut RecoveryStats) -> Result<()> {
+    if !tolerant {
+        return Err(error);
+    }
+    stats.tolerated.push(error.to_string());
+    Ok(())
+}
+
 /// Lists `dir/wal` and `dir`, then recovers (see the module docs).
 /// With `repair` false, no file is changed (the cuts and deletions are only computed).
 pub(crate) fn recover(
@@ -475,6 +495,17 @@ pub(crate) fn recover(
             by_lane.entry(lane).or_default().push((seq, entry.path()));
         }
     }
+    // The log opens its lanes from 0 up and never deletes a lane's last segment, so the lanes
+    // on disk are numbered from 0 without a gap: one missing lost every record it held. (One
+    // missing above the others leaves no such trace.)
+    let gap = (0..)
+        .zip(by_lane.keys())
+        .find(|&(expected, &lane)| lane != expected);
+    if let Some((missing, _)) = gap {
+        let error = Error::corrupt(wal_dir, 0, format!("lane {missing} of the log is missing"));
+        refuse_unless_tolerant(error, tolerant, &mut stats)?;
+    }
+    let any_segment = !by_lane.is_empty();
     let mut max_ts = 0;
     let mut lanes: Vec<(u32, Vec<Segment>)> = Vec::new();
     for (lane, files) in by_lane {
@@ -510,6 +541,15 @@ pub(crate) fn recover(
         }
     }
     checkpoints.sort_by(|a, b| b.cmp(a));
+    // A checkpoint is written by an open log, whose lanes always keep a segment each.
+    if !any_segment && !checkpoints.is_empty() {
+        let error = Error::corrupt(
+            wal_dir,
+            0,
+            "the log is missing: checkpoints exist, but no log segment does",
+        );
+        refuse_unless_tolerant(error, tolerant, &mut stats)?;
+    }
     let covered = |t_begin: u64| {
         lanes
             .iter()
@@ -676,6 +716,20 @@ pub(crate) fn recover(
     if !repair {
         repairs = Repairs::default();
     }
+    // The deletions go first, durably: a lane cut within a segment loses the segments after
+    // it, and a crash between the two steps must not leave a cut segment followed by one whose
+    // header names the stamp of the records cut, which pass 1 takes for records lost.
+    // Newest first, so that a crash leaves each lane's remaining segments without a gap.
+    for path in repairs.deletes.iter().rev() {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    if !repairs.deletes.is_empty() && !repairs.cuts.is_empty() {
+        faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+    }
     for Cut {
         path,
         at,
@@ -698,13 +752,6 @@ pub(crate) fn recover(
             .and_then(|_| file.write_all(&tail))
             .and_then(|()| file.sync_data())
             .map_err(|e| Error::io(path, e))?;
-    }
-    for path in &repairs.deletes {
-        match fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(path, e)),
-        }
     }
     if repair {
         for last in states.iter().filter_map(|state| state.segments.last()) {
@@ -788,6 +835,64 @@ mod tests {
         let mut beyond = bytes_with_bad_frame(8192, 100, 50);
         beyond[4096..4608].fill(0);
         assert!(!runs_into_unwritten_block(&beyond, 100, &HEADER));
+    }
+
+    /// Lays out a segment of `lane` holding a put of `key` at each of `puts`' stamps.
+    fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, puts: &[(u64, &[u8])]) {
+        let header = SegmentHeader {
+            lane,
+            seq,
+            prev_last_ts,
+            ..HEADER
+        };
+        let mut bytes = header.encode();
+        for &(ts, key) in puts {
+            format::encode_single(&mut bytes, header.seed(), ts, 0, key, Some(b"v"));
+        }
+        fs::write(wal.join(lane::segment_name(lane, seq)), bytes).expect("a segment");
+    }
+
+    /// What recovering `dir` with repairs gives, twice in a row.
+    fn recovered_twice(dir: &Path) -> Vec<Vec<u8>> {
+        let state = |recovered: Recovered| recovered.recovery.to_map().into_keys();
+        let first: Vec<_> = state(recover(dir, &dir.join("wal"), false, true).expect("recovery"))
+            .map(|(_, key)| key)
+            .collect();
+        let second: Vec<_> = state(recover(dir, &dir.join("wal"), false, true).expect("again"))
+            .map(|(_, key)| key)
+            .collect();
+        assert_eq!(first, second, "a second recovery changes nothing");
+        first
+    }
+
+    #[test]
+    fn a_crash_between_a_lanes_deletions_and_its_cut_recovers() {
+        // Lane 0 runs to stamp 5 over two segments, lane 1 to stamp 2: t_safe is 2, so
+        // recovery cuts lane 0's first segment before stamp 3 and deletes its second.
+        let lay_out = |name: &str| {
+            let dir = test_support::TempDir::new(name);
+            let wal = dir.path().join("wal");
+            fs::create_dir_all(&wal).expect("wal dir");
+            segment(&wal, 0, 0, 0, &[(1, b"a"), (3, b"b")]);
+            segment(&wal, 0, 1, 3, &[(5, b"c")]);
+            segment(&wal, 1, 0, 0, &[(2, b"x")]);
+            dir
+        };
+        let expected = vec![b"a".to_vec(), b"x".to_vec()];
+        let whole = lay_out("repair-whole");
+        assert_eq!(recovered_twice(whole.path()), expected);
+        // The deletion done and the crash before the cut (the order recovery repairs in).
+        let deleted = lay_out("repair-deleted");
+        fs::remove_file(deleted.path().join("wal").join(lane::segment_name(0, 1))).expect("rm");
+        assert_eq!(recovered_twice(deleted.path()), expected);
+        // The other order could leave the cut without the deletion: the second segment then
+        // names a stamp its predecessor no longer reaches, which reads as records lost.
+        let cut = lay_out("repair-cut");
+        segment(&cut.path().join("wal"), 0, 0, 0, &[(1, b"a")]);
+        assert!(matches!(
+            recover(cut.path(), &cut.path().join("wal"), false, false),
+            Err(Error::Corrupt { .. })
+        ));
     }
 
     #[test]

@@ -441,6 +441,95 @@ fn foreign_files_are_ignored_and_missing_segments_are_an_error() {
     ));
 }
 
+/// Every cut of a segment that another follows is corruption naming it, a cut at a frame
+/// boundary (down to the header) too, though only whole frames are left: the next segment's
+/// header names the stamp the lane's records reached before it. In tolerant mode the lane ends
+/// at the cut, and recovery gives a prefix of the writes.
+#[test]
+fn every_cut_of_an_earlier_segment_is_corruption() {
+    let dir = TempDir::new("cut-earlier");
+    let opts = Options {
+        segment_bytes: 256,
+        ..options(1, Durability::Immediate)
+    };
+    let puts = 40u64;
+    let (wal, _) = Wal::open(dir.path(), opts.clone()).expect("open");
+    for i in 0..puts {
+        wal.put(0, &i.to_be_bytes(), &[i as u8; 3], || ())
+            .expect("put");
+    }
+    wal.close().expect("close");
+    let tolerant = Options {
+        tolerate_corruption: true,
+        ..opts.clone()
+    };
+    let files = segments(dir.path());
+    assert!(files.len() >= 4, "{} segments", files.len());
+    for path in [&files[0], &files[files.len() / 2]] {
+        let original = fs::read(path).expect("read");
+        for len in 0..original.len() {
+            fs::write(path, &original[..len]).expect("cut");
+            // A cut may take only a synced record, stamped as the heartbeat before it: then
+            // nothing is lost.
+            match recover_read_only(dir.path(), &opts) {
+                Err(Error::Corrupt { file, .. }) => assert_eq!(&file, path, "cut to {len}"),
+                Ok(recovery) => assert_eq!(state(&recovery), model(puts), "cut to {len}"),
+                Err(other) => panic!("{} cut to {len}: {other}", path.display()),
+            }
+            let recovery = recover_read_only(dir.path(), &tolerant).expect("tolerant recovery");
+            let recovered = state(&recovery);
+            assert_eq!(recovered, model(recovered.len() as u64), "cut to {len}");
+        }
+        fs::write(path, &original).expect("restore");
+    }
+    let (_, recovery) = Wal::open(dir.path(), opts).expect("intact");
+    assert_eq!(state(&recovery), model(puts));
+}
+
+/// A lane whose files are all gone (below the highest lane), or a log gone whole beside its
+/// checkpoints, is corruption; tolerant mode recovers what is left.
+#[test]
+fn a_missing_lane_or_a_missing_log_is_corruption() {
+    let src = TempDir::new("missing-src");
+    let opts = options(3, Durability::Periodic(std::time::Duration::from_millis(5)));
+    let expected = checkpointed(src.path(), &opts);
+    let tolerant = Options {
+        tolerate_corruption: true,
+        ..opts.clone()
+    };
+    let damaged = |name: &str, damage: &dyn Fn(&Path)| {
+        let dir = TempDir::new(name);
+        copy_dir(src.path(), dir.path());
+        damage(dir.path());
+        dir
+    };
+    let lane_gone = damaged("lane-gone", &|dir| {
+        for path in segments(dir) {
+            if path.to_string_lossy().contains("lane-001-") {
+                fs::remove_file(path).expect("remove");
+            }
+        }
+    });
+    let log_gone = damaged("log-gone", &|dir| {
+        fs::remove_dir_all(dir.join("wal")).expect("remove");
+        fs::create_dir(dir.join("wal")).expect("an empty log");
+    });
+    for (dir, problem) in [
+        (&lane_gone, "lane 1 of the log is missing"),
+        (&log_gone, "the log is missing"),
+    ] {
+        match recover_read_only(dir.path(), &opts) {
+            Err(Error::Corrupt { reason, .. }) => assert!(reason.contains(problem), "{reason}"),
+            other => panic!("{problem}: {other:?}"),
+        }
+        let recovery = recover_read_only(dir.path(), &tolerant).expect("tolerant recovery");
+        assert_eq!(recovery.stats.tolerated.len(), 1, "{problem}");
+        assert!(recovery.stats.checkpoint.is_some(), "{problem}");
+    }
+    let (_, recovery) = Wal::open(src.path(), opts).expect("intact");
+    assert_eq!(state(&recovery), expected);
+}
+
 /// Writes, checkpoints, writes more; returns the final model.
 fn checkpointed(dir: &Path, opts: &Options) -> Model {
     let (wal, _) = Wal::open(dir, opts.clone()).expect("open");
