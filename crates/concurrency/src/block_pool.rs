@@ -15,6 +15,14 @@
 //! so that threads seldom share a lock. Chunks go back to the heap only when the pool is
 //! dropped (the process's pool never is): a freed block is reused by its size class, as in most
 //! slab allocators.
+//!
+//! Blocks are often freed by threads that never allocate: the engine retires a replaced value
+//! through the epoch collector, which frees it on whichever thread collects, mostly readers.
+//! So a shard whose free list reaches a chunk's worth of bytes spills the list, whole, onto its
+//! class's shared stack of lists, and a shard that has run out takes a list from that stack
+//! before it takes a new chunk: a shard never holds more than a chunk's worth of free blocks.
+//! Without that, a writer's shard took chunk after chunk while the blocks it had allocated
+//! piled up freed in the readers' shards, without bound.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -41,6 +49,9 @@ const CLASSES: usize = MAX_BLOCK / CLASS_STEP;
 /// A pool of blocks in size classes. See the module comment.
 pub struct BlockPool {
     shards: [[Mutex<Class>; CLASSES]; SHARDS],
+    /// Per class, the free lists that shards spilled: `(first block, length)`. Taken only while
+    /// holding a shard's lock, never the other way round.
+    spilled: [Mutex<Vec<(usize, usize)>>; CLASSES],
     /// The chunks taken from the heap, returned to it on drop.
     chunks: Mutex<Vec<usize>>,
 }
@@ -49,6 +60,8 @@ pub struct BlockPool {
 struct Class {
     /// The first free block (0: none); each free block's first word holds the next.
     free: usize,
+    /// How many blocks the free list holds.
+    free_len: usize,
     /// The unused part of the current chunk, `next..end`.
     next: usize,
     end: usize,
@@ -57,6 +70,7 @@ struct Class {
 impl Class {
     const EMPTY: Self = Self {
         free: 0,
+        free_len: 0,
         next: 0,
         end: 0,
     };
@@ -67,6 +81,7 @@ impl BlockPool {
     pub const fn new() -> Self {
         Self {
             shards: [const { [const { Mutex::new(Class::EMPTY) }; CLASSES] }; SHARDS],
+            spilled: [const { Mutex::new(Vec::new()) }; CLASSES],
             chunks: Mutex::new(Vec::new()),
         }
     }
@@ -88,13 +103,25 @@ impl BlockPool {
     /// serve `size` or the heap refuses a chunk. The block is valid until it is freed or the
     /// pool is dropped.
     pub fn alloc(&self, size: usize) -> Option<*mut u8> {
+        self.alloc_in(thread_shard(), size)
+    }
+
+    /// [`alloc`](Self::alloc) through shard `shard`.
+    fn alloc_in(&self, shard: usize, size: usize) -> Option<*mut u8> {
         let block = Self::block_size(size)?;
-        let mut class = self.shard(block).lock();
+        let mut class = self.class(shard, block).lock();
+        if class.free == 0
+            && class.end - class.next < block
+            && let Some((list, len)) = self.spilled[block / CLASS_STEP - 1].lock().pop()
+        {
+            (class.free, class.free_len) = (list, len);
+        }
         if class.free != 0 {
             let taken = class.free;
             // SAFETY: `free` heads the class's list of free blocks: each is a live, 16-aligned
             // part of a chunk that only this list refers to, its first word the next block.
             class.free = unsafe { (taken as *const usize).read() };
+            class.free_len -= 1;
             return Some(taken as *mut u8);
         }
         if class.end - class.next < block {
@@ -116,12 +143,28 @@ impl BlockPool {
     /// `ptr` came from [`alloc`](Self::alloc) of this pool with this `size`, is freed once, and
     /// nothing reads or writes it afterwards.
     pub unsafe fn dealloc(&self, ptr: *mut u8, size: usize) {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.dealloc_in(thread_shard(), ptr, size) }
+    }
+
+    /// [`dealloc`](Self::dealloc) through shard `shard`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`dealloc`](Self::dealloc).
+    unsafe fn dealloc_in(&self, shard: usize, ptr: *mut u8, size: usize) {
         let block = Self::block_size(size).expect("a block of the pool has a served size");
-        let mut class = self.shard(block).lock();
+        let mut class = self.class(shard, block).lock();
         // SAFETY: the caller hands the block over: it is at least 16 bytes, 16-aligned, and
         // nothing else uses it, so its first word may hold the link.
         unsafe { ptr.cast::<usize>().write(class.free) };
         class.free = ptr as usize;
+        class.free_len += 1;
+        if class.free_len * block >= CHUNK {
+            let list = (class.free, class.free_len);
+            self.spilled[block / CLASS_STEP - 1].lock().push(list);
+            (class.free, class.free_len) = (0, 0);
+        }
     }
 
     /// Bytes taken from the huge-page heap (blocks in use, free blocks and the unused rest of
@@ -130,9 +173,9 @@ impl BlockPool {
         self.chunks.lock().len() * CHUNK
     }
 
-    /// The calling thread's shard of the class of `block`-byte blocks.
-    fn shard(&self, block: usize) -> &Mutex<Class> {
-        &self.shards[thread_shard()][block / CLASS_STEP - 1]
+    /// Shard `shard` of the class of `block`-byte blocks.
+    fn class(&self, shard: usize, block: usize) -> &Mutex<Class> {
+        &self.shards[shard][block / CLASS_STEP - 1]
     }
 }
 
@@ -208,6 +251,28 @@ mod tests {
             "a freed block serves its class first"
         );
         assert_ne!(pool.alloc(100), Some(a));
+    }
+
+    #[test]
+    fn blocks_freed_through_another_shard_are_reused() {
+        let pool = BlockPool::new();
+        // A writer allocating through shard 0, its blocks freed through shard 1 (a reader
+        // collecting them), at most 100 alive at a time: 20K blocks of 160 bytes would take
+        // 49 chunks if none were reused.
+        let mut alive = std::collections::VecDeque::new();
+        for _ in 0..20_000 {
+            alive.push_back(pool.alloc_in(0, 150).unwrap());
+            if alive.len() == 100 {
+                let oldest = alive.pop_front().unwrap();
+                // SAFETY: it came from this pool with this size and is not used again.
+                unsafe { pool.dealloc_in(1, oldest, 150) };
+            }
+        }
+        assert!(
+            pool.footprint() <= 2 * CHUNK,
+            "{} chunks",
+            pool.footprint() / CHUNK
+        );
     }
 
     #[test]

@@ -519,8 +519,10 @@ handle_traits!(HashTable);
 impl<K: TableKey> HashTable<K> {
     point_operations!();
 
-    /// Every pair, in no particular order. Not a snapshot; values replaced while the iterator
-    /// lives stay in memory until it is dropped, so do not keep one for long.
+    /// Every pair, in no particular order. Not a snapshot: a key present and unchanged during
+    /// the whole iteration comes once with its value, but a key written meanwhile may be missed
+    /// or, removed and inserted again while its group is resized, come twice. Values replaced
+    /// while the iterator lives stay in memory until it is dropped, so do not keep one for long.
     pub fn iter(&self) -> HashIter<'_, K> {
         HashIter {
             pairs: self.handle.store.hash_pairs(),
