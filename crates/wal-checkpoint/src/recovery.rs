@@ -13,9 +13,13 @@
 //!    whose sync no synced record on disk names (a lane's last round, or a round whose record
 //!    was lost with the next chunk) are still cut as a torn tail when a block of them reads as
 //!    zeros. Any other bad byte is [`Error::Corrupt`] naming the file and offset (or, in
-//!    tolerant mode, ends that lane there). So is an earlier segment that ends anywhere but at
-//!    the stamp the next segment's header names as the lane's last before it (records cut
-//!    off at a frame boundary), a gap in the lanes' numbers, or checkpoints without any log.
+//!    tolerant mode, ends that lane there). So are a gap in the lanes' numbers and checkpoints
+//!    without any log. An earlier segment must end at the stamp the next segment's header
+//!    names as the lane's last before it: one that ends below it lost records (cut at a frame
+//!    boundary), and the lane ends there. That is corruption unless another lane, intact, ends
+//!    at or below the stamp reached, so that every record lost lies above `t_safe` (step 2)
+//!    and would be cut anyway: the state builds before session 22 left when a crash came
+//!    between step 5's cut and its deletion of the segments after the cut.
 //! 2. `t_safe` = the minimum over lanes of the timestamp of the lane's last valid record. Every
 //!    record stamped at or below `t_safe` is on disk in its lane: lanes are in timestamp order,
 //!    and each lane's last record is at or above `t_safe`.
@@ -326,6 +330,10 @@ fn synced_after(bytes: &[u8], from: usize, header: &SegmentHeader) -> u64 {
 /// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails. In
 /// tolerant mode a problem ends the lane: at the bad frame, or before the segment whose header
 /// or place in the chain is wrong; the caller deletes the segments left out.
+///
+/// A segment that ends below the stamp the next one's header names ends the lane too, in
+/// either mode: the error comes back beside the segments kept, for the caller to weigh against
+/// the other lanes (module docs, step 1).
 fn scan_lane(
     lane: u32,
     mut files: Vec<(u64, PathBuf)>,
@@ -333,9 +341,10 @@ fn scan_lane(
     stats: &mut RecoveryStats,
     repairs: &mut Repairs,
     max_ts: &mut u64,
-) -> Result<Vec<Segment>> {
+) -> Result<(Vec<Segment>, Option<Error>)> {
     files.sort();
     let mut segments: Vec<Segment> = Vec::new();
+    let mut ended_short = None;
     let count = files.len();
     for (i, (seq, path)) in files.into_iter().enumerate() {
         let is_last = i + 1 == count;
@@ -374,8 +383,9 @@ fn scan_lane(
         *max_ts = (*max_ts).max(header.prev_last_ts);
         // A segment's header names the stamp of the lane's last record before it. A previous
         // segment ending elsewhere lost records that no frame check sees: it was cut at a
-        // frame boundary (down to its header, even), which no crash does, as a segment is
-        // trimmed and fsynced before the next one is created.
+        // frame boundary (down to its header, even). The log's writes never do that (a segment
+        // is trimmed and fsynced before the next one is created), but an older build's
+        // interrupted step 5 did (see `recover`).
         if let Some(prev) = segments.last()
             && prev.last_ts != header.prev_last_ts
         {
@@ -388,7 +398,11 @@ fn scan_lane(
                     prev.last_ts, header.prev_last_ts
                 ),
             );
-            refuse_unless_tolerant(error, tolerant, stats)?;
+            if prev.last_ts > header.prev_last_ts {
+                refuse_unless_tolerant(error, tolerant, stats)?;
+            } else {
+                ended_short = Some(error);
+            }
             break;
         }
         let mut at = header.len();
@@ -464,7 +478,19 @@ fn scan_lane(
             break;
         }
     }
-    Ok(segments)
+    Ok((segments, ended_short))
+}
+
+/// The lane and sequence number of the log segment at `path`; `None` for other files.
+fn segment_id(path: &Path) -> Option<(u32, u64)> {
+    path.file_name()?
+        .to_str()
+        .and_then(lane::parse_segment_name)
+}
+
+/// Orders files to delete: log segments first, the newest of each lane first, then the rest.
+fn sort_for_deletion(paths: &mut [PathBuf]) {
+    paths.sort_by_cached_key(|path| std::cmp::Reverse(segment_id(path)));
 }
 
 /// `error`, unless `tolerant`: then it is noted in `stats` and recovery goes on.
@@ -508,17 +534,37 @@ pub(crate) fn recover(
     let any_segment = !by_lane.is_empty();
     let mut max_ts = 0;
     let mut lanes: Vec<(u32, Vec<Segment>)> = Vec::new();
+    // The lanes that ended short of a segment's header: the stamp each reached, and the error.
+    let mut short: Vec<(u64, Error)> = Vec::new();
+    let mut intact_end: Option<u64> = None;
     for (lane, files) in by_lane {
         let all: Vec<PathBuf> = files.iter().map(|(_, p)| p.clone()).collect();
-        let segments = scan_lane(lane, files, tolerant, &mut stats, &mut repairs, &mut max_ts)?;
-        // Tolerant mode may end a lane early: files after its last kept segment go.
+        let (segments, ended_short) =
+            scan_lane(lane, files, tolerant, &mut stats, &mut repairs, &mut max_ts)?;
+        // A lane may end early: files after its last kept segment go.
         for path in all {
             if !segments.iter().any(|s| s.path == path) && !repairs.deletes.contains(&path) {
                 repairs.deletes.push(path);
             }
         }
+        let end = segments.last().map(|s| s.last_ts);
+        match (ended_short, end) {
+            (Some(error), Some(end)) => short.push((end, error)),
+            (None, Some(end)) => intact_end = Some(intact_end.map_or(end, |e| e.min(end))),
+            _ => {}
+        }
         if !segments.is_empty() {
             lanes.push((lane, segments));
+        }
+    }
+    // A lane that ended short lost records above the stamp it reached. When an intact lane ends
+    // at or below that stamp, so does t_safe, and step 5 cuts every record the lane lost (and
+    // those of the segments after it) anyway: the state is one a cut of step 5 leaves when a
+    // crash interrupts it (a build before session 22 cut before it deleted the segments after
+    // the cut). Otherwise records at or below t_safe are gone: corruption.
+    for (end, error) in short {
+        if intact_end.is_none_or(|intact| intact > end) {
+            refuse_unless_tolerant(error, tolerant, &mut stats)?;
         }
     }
     let t_safe = lanes
@@ -716,19 +762,20 @@ pub(crate) fn recover(
     if !repair {
         repairs = Repairs::default();
     }
-    // The deletions go first, durably: a lane cut within a segment loses the segments after
-    // it, and a crash between the two steps must not leave a cut segment followed by one whose
-    // header names the stamp of the records cut, which pass 1 takes for records lost.
-    // Newest first, so that a crash leaves each lane's remaining segments without a gap.
-    for path in repairs.deletes.iter().rev() {
+    // The deletions go first, each synced, and each lane's newest segment first: a crash
+    // between two leaves every lane's segments without a gap, and one before a cut leaves no
+    // cut segment followed by one whose header names the stamps cut (which pass 1 would
+    // weigh as records lost).
+    sort_for_deletion(&mut repairs.deletes);
+    for path in &repairs.deletes {
         match fs::remove_file(path) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(path, e)),
         }
-    }
-    if !repairs.deletes.is_empty() && !repairs.cuts.is_empty() {
-        faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+        if segment_id(path).is_some() {
+            faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+        }
     }
     for Cut {
         path,
@@ -837,8 +884,14 @@ mod tests {
         assert!(!runs_into_unwritten_block(&beyond, 100, &HEADER));
     }
 
-    /// Lays out a segment of `lane` holding a put of `key` at each of `puts`' stamps.
-    fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, puts: &[(u64, &[u8])]) {
+    /// A record of a laid-out segment: a put of a key, or a heartbeat, at a stamp.
+    enum Laid {
+        Put(u64, &'static [u8]),
+        Heartbeat(u64),
+    }
+
+    /// Lays out segment `seq` of `lane` in `wal`, holding `records`.
+    fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, records: &[Laid]) {
         let header = SegmentHeader {
             lane,
             seq,
@@ -846,53 +899,103 @@ mod tests {
             ..HEADER
         };
         let mut bytes = header.encode();
-        for &(ts, key) in puts {
-            format::encode_single(&mut bytes, header.seed(), ts, 0, key, Some(b"v"));
+        for record in records {
+            match *record {
+                Laid::Put(ts, key) => {
+                    format::encode_single(&mut bytes, header.seed(), ts, 0, key, Some(b"v"))
+                }
+                Laid::Heartbeat(ts) => format::encode_heartbeat(&mut bytes, header.seed(), ts),
+            };
         }
         fs::write(wal.join(lane::segment_name(lane, seq)), bytes).expect("a segment");
     }
 
-    /// What recovering `dir` with repairs gives, twice in a row.
-    fn recovered_twice(dir: &Path) -> Vec<Vec<u8>> {
-        let state = |recovered: Recovered| recovered.recovery.to_map().into_keys();
-        let first: Vec<_> = state(recover(dir, &dir.join("wal"), false, true).expect("recovery"))
-            .map(|(_, key)| key)
-            .collect();
-        let second: Vec<_> = state(recover(dir, &dir.join("wal"), false, true).expect("again"))
-            .map(|(_, key)| key)
-            .collect();
+    /// A log in a fresh directory whose lane 0 runs to stamp 7 over three segments, the last
+    /// followed by a fourth torn while it was created (empty), and whose lane 1 ends at stamp
+    /// 2: t_safe is 2, so recovery deletes lane 0's segments 3, 2 and 1 and cuts segment 0
+    /// before stamp 3.
+    fn laid_out(name: &str) -> test_support::TempDir {
+        let dir = test_support::TempDir::new(name);
+        let wal = dir.path().join("wal");
+        fs::create_dir_all(&wal).expect("wal dir");
+        segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Put(3, b"b")]);
+        segment(&wal, 0, 1, 3, &[Laid::Put(5, b"c")]);
+        segment(&wal, 0, 2, 5, &[Laid::Put(7, b"d")]);
+        fs::write(wal.join(lane::segment_name(0, 3)), b"").expect("a torn segment");
+        segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x")]);
+        dir
+    }
+
+    /// The keys recovering `dir` with repairs gives, twice in a row (the second finding
+    /// nothing to change).
+    fn recovered_twice(dir: &Path) -> Result<Vec<Vec<u8>>> {
+        let keys = |recovered: Recovered| -> Vec<Vec<u8>> {
+            let map = recovered.recovery.to_map();
+            map.into_keys().map(|(_, key)| key).collect()
+        };
+        let first = keys(recover(dir, &dir.join("wal"), false, true)?);
+        let second = keys(recover(dir, &dir.join("wal"), false, true)?);
         assert_eq!(first, second, "a second recovery changes nothing");
-        first
+        Ok(first)
     }
 
     #[test]
-    fn a_crash_between_a_lanes_deletions_and_its_cut_recovers() {
-        // Lane 0 runs to stamp 5 over two segments, lane 1 to stamp 2: t_safe is 2, so
-        // recovery cuts lane 0's first segment before stamp 3 and deletes its second.
-        let lay_out = |name: &str| {
-            let dir = test_support::TempDir::new(name);
-            let wal = dir.path().join("wal");
-            fs::create_dir_all(&wal).expect("wal dir");
-            segment(&wal, 0, 0, 0, &[(1, b"a"), (3, b"b")]);
-            segment(&wal, 0, 1, 3, &[(5, b"c")]);
-            segment(&wal, 1, 0, 0, &[(2, b"x")]);
-            dir
-        };
+    fn a_crash_within_recoverys_repairs_leaves_a_log_that_recovers() {
         let expected = vec![b"a".to_vec(), b"x".to_vec()];
-        let whole = lay_out("repair-whole");
-        assert_eq!(recovered_twice(whole.path()), expected);
-        // The deletion done and the crash before the cut (the order recovery repairs in).
-        let deleted = lay_out("repair-deleted");
-        fs::remove_file(deleted.path().join("wal").join(lane::segment_name(0, 1))).expect("rm");
-        assert_eq!(recovered_twice(deleted.path()), expected);
-        // The other order could leave the cut without the deletion: the second segment then
-        // names a stamp its predecessor no longer reaches, which reads as records lost.
-        let cut = lay_out("repair-cut");
-        segment(&cut.path().join("wal"), 0, 0, 0, &[(1, b"a")]);
+        let whole = laid_out("repair-whole");
+        assert_eq!(recovered_twice(whole.path()).expect("recovery"), expected);
+        // A crash after each deletion, in the order recovery deletes (pass 1 queues the torn
+        // segment, pass 2 the segments after the cut): each lane's remaining segments have no
+        // gap, and the cut has not begun.
+        let name = |seq| PathBuf::from(lane::segment_name(0, seq));
+        let mut deletes = vec![name(3), name(1), name(2)];
+        sort_for_deletion(&mut deletes);
+        assert_eq!(deletes, [name(3), name(2), name(1)]);
+        for done in 1..=deletes.len() {
+            let dir = laid_out("repair-deleted");
+            for file in &deletes[..done] {
+                fs::remove_file(dir.path().join("wal").join(file)).expect("rm");
+            }
+            let recovered = recovered_twice(dir.path());
+            assert_eq!(recovered.expect("recovery"), expected, "{done} deleted");
+        }
+        // In the order they were queued, a crash could leave segment 3 after segment 0 alone.
+        let dir = laid_out("repair-queued");
+        for seq in [2, 1] {
+            fs::remove_file(dir.path().join("wal").join(name(seq))).expect("rm");
+        }
         assert!(matches!(
-            recover(cut.path(), &cut.path().join("wal"), false, false),
+            recovered_twice(dir.path()),
             Err(Error::Corrupt { .. })
         ));
+        // A build before session 22 cut first: segment 0 ends at t_safe's heartbeat, and
+        // segment 1 still names stamp 3. Every record lost lies above t_safe (lane 1, intact,
+        // ends there), so the state is the one recovery makes anyway.
+        let cut = laid_out("repair-cut-first");
+        let wal = cut.path().join("wal");
+        segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Heartbeat(2)]);
+        assert_eq!(recovered_twice(cut.path()).expect("recovery"), expected);
+    }
+
+    #[test]
+    fn a_lane_that_ends_short_of_the_next_header_below_t_safe_is_corruption() {
+        // Lane 0 ends at stamp 1 though its next segment names 3: the record at 3 is lost.
+        // Lane 1 ends at 4, so t_safe would be 3 without the loss, and that record kept.
+        let dir = test_support::TempDir::new("short-below-safe");
+        let wal = dir.path().join("wal");
+        fs::create_dir_all(&wal).expect("wal dir");
+        segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a")]);
+        segment(&wal, 0, 1, 3, &[Laid::Put(5, b"c")]);
+        segment(&wal, 1, 0, 0, &[Laid::Put(4, b"x")]);
+        match recover(dir.path(), &wal, false, false) {
+            Err(Error::Corrupt { file, reason, .. }) => {
+                assert_eq!(file, wal.join(lane::segment_name(0, 0)));
+                assert!(reason.contains("records are missing"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        let tolerated = recover(dir.path(), &wal, true, false).expect("tolerant recovery");
+        assert_eq!(tolerated.recovery.stats.tolerated.len(), 1);
     }
 
     #[test]
