@@ -112,7 +112,7 @@ impl BlockPool {
         let mut class = self.class(shard, block).lock();
         if class.free == 0
             && class.end - class.next < block
-            && let Some((list, len)) = self.spilled[block / CLASS_STEP - 1].lock().pop()
+            && let Some((list, len)) = self.spilled[class_index(block)].lock().pop()
         {
             (class.free, class.free_len) = (list, len);
         }
@@ -162,7 +162,7 @@ impl BlockPool {
         class.free_len += 1;
         if class.free_len * block >= CHUNK {
             let list = (class.free, class.free_len);
-            self.spilled[block / CLASS_STEP - 1].lock().push(list);
+            self.spilled[class_index(block)].lock().push(list);
             (class.free, class.free_len) = (0, 0);
         }
     }
@@ -175,7 +175,7 @@ impl BlockPool {
 
     /// Shard `shard` of the class of `block`-byte blocks.
     fn class(&self, shard: usize, block: usize) -> &Mutex<Class> {
-        &self.shards[shard][block / CLASS_STEP - 1]
+        &self.shards[shard][class_index(block)]
     }
 }
 
@@ -198,6 +198,11 @@ impl Drop for BlockPool {
             }
         }
     }
+}
+
+/// The index of the size class of `block`-byte blocks.
+fn class_index(block: usize) -> usize {
+    block / CLASS_STEP - 1
 }
 
 /// The layout of a chunk.

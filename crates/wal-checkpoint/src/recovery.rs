@@ -515,10 +515,9 @@ pub(crate) fn recover(
     let mut repairs = Repairs::default();
     let mut by_lane: BTreeMap<u32, Vec<(u64, PathBuf)>> = BTreeMap::new();
     for entry in fs::read_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))? {
-        let entry = entry.map_err(|e| Error::io(wal_dir, e))?;
-        let name = entry.file_name();
-        if let Some((lane, seq)) = name.to_str().and_then(lane::parse_segment_name) {
-            by_lane.entry(lane).or_default().push((seq, entry.path()));
+        let path = entry.map_err(|e| Error::io(wal_dir, e))?.path();
+        if let Some((lane, seq)) = segment_id(&path) {
+            by_lane.entry(lane).or_default().push((seq, path));
         }
     }
     // The log opens its lanes from 0 up and never deletes a lane's last segment, so the lanes
