@@ -24,6 +24,8 @@
 //!              entry frames (payload: table u32, key_len u32, key, value),
 //!              trailer (24 bytes: "LKVCKEND", count u64, crc32c of all entry frames u32,
 //!              crc32c of the previous 20 trailer bytes u32)
+//! cut note   = "LKVCUTNT", version u32 (1), count u32, count × (lane u32, seq u64, at u64,
+//!              t_safe u64), crc32c of all the previous bytes u32
 //! ```
 //!
 //! All integers are little-endian. Decoding never panics: every length is checked against the
@@ -47,6 +49,12 @@ pub(crate) const SEGMENT_MAGIC: &[u8; 8] = b"LKVWALSG";
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"LKVCKPTF";
 /// Magic number of a checkpoint trailer.
 pub(crate) const CHECKPOINT_END: &[u8; 8] = b"LKVCKEND";
+/// The magic number of recovery's cut note.
+const CUT_NOTE_MAGIC: &[u8; 8] = b"LKVCUTNT";
+/// The cut note format version this build writes and reads.
+const CUT_NOTE_VERSION: u32 = 1;
+/// The bytes of one cut in a cut note.
+const NOTED_CUT: usize = 4 + 8 + 8 + 8;
 /// Bytes of a frame's checksum and length.
 pub(crate) const FRAME_HEADER: usize = 8;
 /// The largest payload a frame holds (keeps a corrupt length from asking for huge buffers).
@@ -617,9 +625,95 @@ impl CheckpointTrailer {
     }
 }
 
+/// A cut that recovery is about to make: segment `seq` of `lane` cut back to `at` bytes and
+/// then given a heartbeat stamped `t_safe`, which the segment's records below `at` do not reach
+/// (the `cut_note` module says why it is written down first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotedCut {
+    pub lane: u32,
+    pub seq: u64,
+    pub at: u64,
+    pub t_safe: u64,
+}
+
+/// The bytes of a cut note naming `cuts`.
+pub(crate) fn encode_cut_note(cuts: &[NotedCut]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + cuts.len() * NOTED_CUT + 4);
+    out.extend_from_slice(CUT_NOTE_MAGIC);
+    out.extend_from_slice(&CUT_NOTE_VERSION.to_le_bytes());
+    out.extend_from_slice(&(cuts.len() as u32).to_le_bytes());
+    for cut in cuts {
+        out.extend_from_slice(&cut.lane.to_le_bytes());
+        out.extend_from_slice(&cut.seq.to_le_bytes());
+        out.extend_from_slice(&cut.at.to_le_bytes());
+        out.extend_from_slice(&cut.t_safe.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+pub(crate) fn decode_cut_note(bytes: &[u8]) -> Result<Vec<NotedCut>, &'static str> {
+    if bytes.len() < 20 || &bytes[..8] != CUT_NOTE_MAGIC {
+        return Err("not a learnkv cut note (bad magic or too short)");
+    }
+    let body = bytes.len() - 4;
+    if crc32c::crc32c(&bytes[..body]) != u32_at(bytes, body) {
+        return Err("cut note checksum mismatch");
+    }
+    if u32_at(bytes, 8) != CUT_NOTE_VERSION {
+        return Err("unsupported cut note format version");
+    }
+    let count = u32_at(bytes, 12) as usize;
+    if body - 16 != count * NOTED_CUT {
+        return Err("cut note length does not match its count");
+    }
+    Ok(bytes[16..body]
+        .chunks_exact(NOTED_CUT)
+        .map(|cut| NotedCut {
+            lane: u32_at(cut, 0),
+            seq: u64_at(cut, 4),
+            at: u64_at(cut, 12),
+            t_safe: u64_at(cut, 20),
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_notes_round_trip_and_damage_is_refused() {
+        let cuts = [
+            NotedCut {
+                lane: 3,
+                seq: 9,
+                at: 44,
+                t_safe: 1 << 40,
+            },
+            NotedCut {
+                lane: 0,
+                seq: 0,
+                at: 1234,
+                t_safe: 7,
+            },
+        ];
+        let bytes = encode_cut_note(&cuts);
+        assert_eq!(decode_cut_note(&bytes), Ok(cuts.to_vec()));
+        assert_eq!(decode_cut_note(&encode_cut_note(&[])), Ok(Vec::new()));
+        for len in 0..bytes.len() {
+            assert!(
+                decode_cut_note(&bytes[..len]).is_err(),
+                "cut to {len} bytes"
+            );
+        }
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            assert!(decode_cut_note(&damaged).is_err(), "byte {at} flipped");
+        }
+    }
 
     #[test]
     fn records_round_trip() {

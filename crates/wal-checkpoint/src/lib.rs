@@ -28,10 +28,11 @@
 //!
 //! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread
 //! buffers and segment files), `key_locks` (the striped key locks), `commit` (the group-commit hand-off), `checkpoint`, `recovery`,
-//! `faults`.
+//! `cut_note` (what recovery writes down before it cuts a lane), `faults`.
 
 mod checkpoint;
 mod commit;
+mod cut_note;
 mod error;
 mod faults;
 pub mod format;

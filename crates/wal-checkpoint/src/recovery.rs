@@ -34,7 +34,9 @@
 //!    the cut records: every lane still ends at or above `t_safe`, so no later recovery computes
 //!    a smaller one and drops writes this one recovered (the kill test caught that: a lane cut
 //!    below `t_safe`, then another lane's newer heartbeat cut by the next recovery, and an
-//!    acknowledged write was gone).
+//!    acknowledged write was gone). The cut and its heartbeat are two changes to the file, so
+//!    such cuts are written down first (`cut_note`): a lane whose last segment ends exactly
+//!    where a noted cut left it ends at the noted `t_safe`, and gets its heartbeat then.
 //! 6. Fsync the last segment kept in each lane before the log writes again: a size cut back
 //!    at a clean close whose sync never happened, or frames written but not yet synced, could
 //!    otherwise come back changed after a power loss, once later segments follow it.
@@ -48,10 +50,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::checkpoint;
+use crate::cut_note;
 use crate::error::{Error, Result};
 use crate::faults;
 use crate::format::{
-    self, Change, FRAME_HEADER, Frame, Record, SEGMENT_HEADER, Seed, SegmentHeader,
+    self, Change, FRAME_HEADER, Frame, NotedCut, Record, SEGMENT_HEADER, Seed, SegmentHeader,
 };
 use crate::lane::{self, Closed};
 
@@ -481,6 +484,134 @@ fn scan_lane(
     Ok((segments, ended_short))
 }
 
+/// Ends the lane at the `t_safe` of a noted cut when its last segment ends exactly where the
+/// cut left it, and queues the cut's heartbeat again (see `cut_note`): an earlier recovery cut
+/// the lane there and stopped before the heartbeat reached the disk.
+fn finish_noted_cut(
+    lane: u32,
+    segments: &mut [Segment],
+    noted: &[NotedCut],
+    repairs: &mut Repairs,
+) {
+    let Some(last) = segments.last_mut() else {
+        return;
+    };
+    let matches = |cut: &&NotedCut| cut.lane == lane && cut.seq == last.seq;
+    let Some(cut) = noted.iter().find(matches) else {
+        return;
+    };
+    if cut.at != last.valid_end || last.last_ts >= cut.t_safe {
+        return;
+    }
+    last.last_ts = cut.t_safe;
+    repairs.cuts.retain(|queued| queued.path != last.path);
+    repairs.cuts.push(Cut {
+        path: last.path.clone(),
+        at: cut.at,
+        heartbeat: Some((cut.t_safe, last.header.seed())),
+    });
+}
+
+/// Makes recovery's file changes (step 5 of the module docs, then step 6's fsyncs). Each
+/// change is one a crash may stop after; every state that leaves recovers the same.
+fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState]) -> Result<()> {
+    // The deletions go first, each synced, and each lane's newest segment first: a crash
+    // between two leaves every lane's segments without a gap, and one before a cut leaves no
+    // cut segment followed by one whose header names the stamps cut (which pass 1 would
+    // weigh as records lost).
+    sort_for_deletion(&mut repairs.deletes);
+    for path in &repairs.deletes {
+        crash_point()?;
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        if segment_id(path).is_some() {
+            faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+        }
+    }
+    repairs
+        .cuts
+        .retain(|cut| !repairs.deletes.contains(&cut.path));
+    let noted: Vec<NotedCut> = repairs
+        .cuts
+        .iter()
+        .filter_map(|cut| {
+            let (lane, seq) = segment_id(&cut.path)?;
+            let (t_safe, _) = cut.heartbeat?;
+            Some(NotedCut {
+                lane,
+                seq,
+                at: cut.at,
+                t_safe,
+            })
+        })
+        .collect();
+    if !noted.is_empty() {
+        crash_point()?;
+        cut_note::write(wal_dir, &noted)?;
+    }
+    for Cut {
+        path,
+        at,
+        heartbeat,
+    } in &repairs.cuts
+    {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        crash_point()?;
+        file.set_len(*at).map_err(|e| Error::io(path, e))?;
+        if let Some((ts, seed)) = heartbeat {
+            crash_point()?;
+            let mut tail = Vec::new();
+            format::encode_heartbeat(&mut tail, *seed, *ts);
+            file.seek(SeekFrom::Start(*at))
+                .and_then(|_| file.write_all(&tail))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        file.sync_data().map_err(|e| Error::io(path, e))?;
+    }
+    for last in states.iter().filter_map(|state| state.segments.last()) {
+        OpenOptions::new()
+            .write(true)
+            .open(&last.path)
+            .and_then(|file| file.sync_all())
+            .map_err(|e| Error::io(&last.path, e))?;
+    }
+    faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
+    faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    // Every cut and heartbeat is on disk: the note has done its work.
+    crash_point()?;
+    cut_note::remove(wal_dir)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many more file changes the repairs of a test's recovery make before they stop, as a
+    /// crash would stop them; `None`: no limit.
+    static CHANGES_BEFORE_CRASH: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Comes before each file change of the repairs: in tests, fails once the change budget set in
+/// `CHANGES_BEFORE_CRASH` is spent, leaving the files as a crash at that point would.
+fn crash_point() -> Result<()> {
+    #[cfg(test)]
+    if let Some(left) = CHANGES_BEFORE_CRASH.get() {
+        if left == 0 {
+            return Err(Error::io(
+                "simulated crash",
+                std::io::Error::other("simulated crash"),
+            ));
+        }
+        CHANGES_BEFORE_CRASH.set(Some(left - 1));
+    }
+    Ok(())
+}
+
 /// The lane and sequence number of the log segment at `path`; `None` for other files.
 fn segment_id(path: &Path) -> Option<(u32, u64)> {
     path.file_name()?
@@ -530,6 +661,14 @@ pub(crate) fn recover(
         let error = Error::corrupt(wal_dir, 0, format!("lane {missing} of the log is missing"));
         refuse_unless_tolerant(error, tolerant, &mut stats)?;
     }
+    let noted = match cut_note::read(wal_dir) {
+        Ok(noted) => noted,
+        Err(error @ Error::Corrupt { .. }) => {
+            refuse_unless_tolerant(error, tolerant, &mut stats)?;
+            Vec::new()
+        }
+        Err(error) => return Err(error),
+    };
     let any_segment = !by_lane.is_empty();
     let mut max_ts = 0;
     let mut lanes: Vec<(u32, Vec<Segment>)> = Vec::new();
@@ -538,8 +677,11 @@ pub(crate) fn recover(
     let mut intact_end: Option<u64> = None;
     for (lane, files) in by_lane {
         let all: Vec<PathBuf> = files.iter().map(|(_, p)| p.clone()).collect();
-        let (segments, ended_short) =
+        let (mut segments, ended_short) =
             scan_lane(lane, files, tolerant, &mut stats, &mut repairs, &mut max_ts)?;
+        if ended_short.is_none() {
+            finish_noted_cut(lane, &mut segments, &noted, &mut repairs);
+        }
         // A lane may end early: files after its last kept segment go.
         for path in all {
             if !segments.iter().any(|s| s.path == path) && !repairs.deletes.contains(&path) {
@@ -730,6 +872,10 @@ pub(crate) fn recover(
                     }
                     at += len;
                 }
+                if !cut {
+                    // A noted cut's lane ends at its heartbeat's stamp, which pass 1 set.
+                    seg_last = seg_last.max(segment.last_ts);
+                }
             }
             lane_last = seg_last;
             next_seq = segment.seq + 1;
@@ -758,57 +904,8 @@ pub(crate) fn recover(
     }
 
     // Repairs: only now that recovery is known to succeed.
-    if !repair {
-        repairs = Repairs::default();
-    }
-    // The deletions go first, each synced, and each lane's newest segment first: a crash
-    // between two leaves every lane's segments without a gap, and one before a cut leaves no
-    // cut segment followed by one whose header names the stamps cut (which pass 1 would
-    // weigh as records lost).
-    sort_for_deletion(&mut repairs.deletes);
-    for path in &repairs.deletes {
-        match fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(path, e)),
-        }
-        if segment_id(path).is_some() {
-            faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
-        }
-    }
-    for Cut {
-        path,
-        at,
-        heartbeat,
-    } in &repairs.cuts
-    {
-        if repairs.deletes.contains(path) {
-            continue;
-        }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        let mut tail = Vec::new();
-        if let Some((ts, seed)) = heartbeat {
-            format::encode_heartbeat(&mut tail, *seed, *ts);
-        }
-        file.set_len(*at)
-            .and_then(|()| file.seek(SeekFrom::Start(*at)))
-            .and_then(|_| file.write_all(&tail))
-            .and_then(|()| file.sync_data())
-            .map_err(|e| Error::io(path, e))?;
-    }
     if repair {
-        for last in states.iter().filter_map(|state| state.segments.last()) {
-            OpenOptions::new()
-                .write(true)
-                .open(&last.path)
-                .and_then(|file| file.sync_all())
-                .map_err(|e| Error::io(&last.path, e))?;
-        }
-        faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
-        faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+        apply(repairs, dir, wal_dir, &states)?;
     }
     stats.elapsed = started.elapsed();
     Ok(Recovered {
@@ -974,6 +1071,65 @@ mod tests {
         let wal = cut.path().join("wal");
         segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Heartbeat(2)]);
         assert_eq!(recovered_twice(cut.path()).expect("recovery"), expected);
+    }
+
+    #[test]
+    fn a_crash_between_a_cut_and_its_heartbeat_loses_nothing() {
+        // Lane 1 ends at 3, so t_safe is 3: recovery deletes lane 0's segment 1, then cuts
+        // segment 0 before stamp 4, below t_safe, so the cut ends with a heartbeat.
+        let laid_out = || {
+            let dir = test_support::TempDir::new("cut-crash");
+            let wal = dir.path().join("wal");
+            fs::create_dir_all(&wal).expect("wal dir");
+            segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Put(4, b"b")]);
+            segment(&wal, 0, 1, 4, &[Laid::Put(5, b"c")]);
+            segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Put(3, b"y")]);
+            dir
+        };
+        let read_only = |dir: &Path| {
+            let recovered = recover(dir, &dir.join("wal"), false, false).expect("recovery");
+            let map = recovered.recovery.to_map();
+            map.into_keys().map(|(_, key)| key).collect::<Vec<_>>()
+        };
+        let expected = vec![b"a".to_vec(), b"x".to_vec(), b"y".to_vec()];
+        let crash_after = |changes: usize| {
+            let dir = laid_out();
+            CHANGES_BEFORE_CRASH.set(Some(changes));
+            let outcome = recover(dir.path(), &dir.path().join("wal"), false, true);
+            CHANGES_BEFORE_CRASH.set(None);
+            (dir, outcome.map(|_| ()))
+        };
+        // The changes: the deletion, the note, the cut, the heartbeat, the note's removal.
+        for changes in 0..5 {
+            let (dir, outcome) = crash_after(changes);
+            assert!(outcome.is_err(), "recovery stopped after {changes} changes");
+            assert_eq!(
+                read_only(dir.path()),
+                expected,
+                "{changes} changes, read only"
+            );
+            let recovered = recovered_twice(dir.path()).expect("recovery after the crash");
+            assert_eq!(recovered, expected, "a crash after {changes} changes");
+            let note = dir.path().join("wal").join("recovery-cuts");
+            assert!(!note.exists(), "the note outlives a whole recovery");
+        }
+        let (dir, outcome) = crash_after(5);
+        outcome.expect("five changes are all the repairs");
+        assert_eq!(recovered_twice(dir.path()).expect("recovery"), expected);
+        // A power loss that keeps part of the heartbeat: a torn tail, cut where the note says.
+        let (dir, _) = crash_after(3);
+        let cut = dir.path().join("wal").join(lane::segment_name(0, 0));
+        let mut heartbeat = Vec::new();
+        format::encode_heartbeat(&mut heartbeat, HEADER.seed(), 3);
+        let mut file = OpenOptions::new().append(true).open(&cut).expect("open");
+        file.write_all(&heartbeat[..heartbeat.len() - 3])
+            .expect("append");
+        assert_eq!(recovered_twice(dir.path()).expect("recovery"), expected);
+        // Without the note, the state a crash after the cut leaves ends lane 0 at stamp 1, and
+        // t_safe with it: y and x, recovered before, would be lost.
+        let (dir, _) = crash_after(3);
+        fs::remove_file(dir.path().join("wal").join("recovery-cuts")).expect("rm note");
+        assert_eq!(read_only(dir.path()), vec![b"a".to_vec()]);
     }
 
     #[test]
