@@ -8,9 +8,12 @@
 //! `t_safe`) in `wal/recovery-cuts`, whole or not at all (a temporary file, fsynced, renamed,
 //! the directory fsynced), and removes the note once every cut and heartbeat is fsynced. A
 //! recovery that finds a lane's last segment ending exactly where the note says counts the
-//! lane as ending at the noted `t_safe`, and writes the heartbeat. The note matches nothing
-//! else: a lane that still holds its records above `t_safe` was not cut yet, and one that ends
-//! with the heartbeat was cut whole.
+//! lane as ending at the noted `t_safe` (and its clock restarts above it), and writes the
+//! heartbeat. A lane that still holds its records above `t_safe` was not cut yet, and one that
+//! ends with the heartbeat was cut whole: neither matches. The latter's heartbeat is durable
+//! before a new note replaces the old one, which leaves it out, as recovery fsyncs every lane's
+//! last segment before it writes a note; and each cut is fsynced before its heartbeat is
+//! written, so no power loss keeps the heartbeat without the cut.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};

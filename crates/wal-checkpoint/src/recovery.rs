@@ -37,9 +37,11 @@
 //!    acknowledged write was gone). The cut and its heartbeat are two changes to the file, so
 //!    such cuts are written down first (`cut_note`): a lane whose last segment ends exactly
 //!    where a noted cut left it ends at the noted `t_safe`, and gets its heartbeat then.
-//! 6. Fsync the last segment kept in each lane before the log writes again: a size cut back
-//!    at a clean close whose sync never happened, or frames written but not yet synced, could
-//!    otherwise come back changed after a power loss, once later segments follow it.
+//! 6. Fsync the last segment kept in each lane, after step 5's deletions and before its cuts:
+//!    a size cut back at a clean close whose sync never happened, or frames written but not
+//!    yet synced, could otherwise come back changed after a power loss, once later segments
+//!    follow it; and every record at or below `t_safe`, and every cut and heartbeat of an
+//!    interrupted recovery, is durable before a new cut note replaces the old one.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -486,12 +488,14 @@ fn scan_lane(
 
 /// Ends the lane at the `t_safe` of a noted cut when its last segment ends exactly where the
 /// cut left it, and queues the cut's heartbeat again (see `cut_note`): an earlier recovery cut
-/// the lane there and stopped before the heartbeat reached the disk.
+/// the lane there and stopped before the heartbeat reached the disk. The heartbeat's stamp
+/// counts as seen, so the clock restarts above it even when no record on disk reaches it.
 fn finish_noted_cut(
     lane: u32,
     segments: &mut [Segment],
     noted: &[NotedCut],
     repairs: &mut Repairs,
+    max_ts: &mut u64,
 ) {
     let Some(last) = segments.last_mut() else {
         return;
@@ -504,6 +508,7 @@ fn finish_noted_cut(
         return;
     }
     last.last_ts = cut.t_safe;
+    *max_ts = (*max_ts).max(cut.t_safe);
     repairs.cuts.retain(|queued| queued.path != last.path);
     repairs.cuts.push(Cut {
         path: last.path.clone(),
@@ -512,8 +517,9 @@ fn finish_noted_cut(
     });
 }
 
-/// Makes recovery's file changes (step 5 of the module docs, then step 6's fsyncs). Each
-/// change is one a crash may stop after; every state that leaves recovers the same.
+/// Makes recovery's file changes (steps 5 and 6 of the module docs). Each change is one a crash
+/// may stop after, and a power loss may keep any part of what was not fsynced: every state
+/// either leaves recovers the same.
 fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState]) -> Result<()> {
     // The deletions go first, each synced, and each lane's newest segment first: a crash
     // between two leaves every lane's segments without a gap, and one before a cut leaves no
@@ -534,6 +540,17 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
     repairs
         .cuts
         .retain(|cut| !repairs.deletes.contains(&cut.path));
+    // Step 6 comes before the note: every record at or below t_safe is durable before a cut
+    // changes what t_safe a later recovery computes, and so is every cut and heartbeat an
+    // interrupted recovery made (a lane ending with its heartbeat is left out of the new note,
+    // which replaces the old one).
+    for last in states.iter().filter_map(|state| state.segments.last()) {
+        OpenOptions::new()
+            .write(true)
+            .open(&last.path)
+            .and_then(|file| file.sync_all())
+            .map_err(|e| Error::io(&last.path, e))?;
+    }
     let noted: Vec<NotedCut> = repairs
         .cuts
         .iter()
@@ -563,7 +580,12 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
             .open(path)
             .map_err(|e| Error::io(path, e))?;
         crash_point()?;
-        file.set_len(*at).map_err(|e| Error::io(path, e))?;
+        // The cut is durable before the heartbeat is written in the bytes it freed: a power
+        // loss that kept the heartbeat but not the cut would leave it over the first cut
+        // record, before the cut records' valid frames (corruption, to pass 1).
+        file.set_len(*at)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| Error::io(path, e))?;
         if let Some((ts, seed)) = heartbeat {
             crash_point()?;
             let mut tail = Vec::new();
@@ -573,13 +595,6 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
                 .map_err(|e| Error::io(path, e))?;
         }
         file.sync_data().map_err(|e| Error::io(path, e))?;
-    }
-    for last in states.iter().filter_map(|state| state.segments.last()) {
-        OpenOptions::new()
-            .write(true)
-            .open(&last.path)
-            .and_then(|file| file.sync_all())
-            .map_err(|e| Error::io(&last.path, e))?;
     }
     faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
     faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -680,7 +695,7 @@ pub(crate) fn recover(
         let (mut segments, ended_short) =
             scan_lane(lane, files, tolerant, &mut stats, &mut repairs, &mut max_ts)?;
         if ended_short.is_none() {
-            finish_noted_cut(lane, &mut segments, &noted, &mut repairs);
+            finish_noted_cut(lane, &mut segments, &noted, &mut repairs, &mut max_ts);
         }
         // A lane may end early: files after its last kept segment go.
         for path in all {
@@ -1130,6 +1145,34 @@ mod tests {
         let (dir, _) = crash_after(3);
         fs::remove_file(dir.path().join("wal").join("recovery-cuts")).expect("rm note");
         assert_eq!(read_only(dir.path()), vec![b"a".to_vec()]);
+    }
+
+    #[test]
+    fn the_clock_restarts_above_a_noted_heartbeat() {
+        // t_safe is 100: recovery notes lane 0's cut before 101 with a heartbeat stamped 100,
+        // cuts, and stops. Then lane 1's record at 100 is gone (as if never synced): no record
+        // on disk reaches 100, but the heartbeat the next recovery writes does.
+        let dir = test_support::TempDir::new("noted-clock");
+        let wal = dir.path().join("wal");
+        fs::create_dir_all(&wal).expect("wal dir");
+        segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Put(101, b"b")]);
+        segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x")]);
+        let x_end = fs::metadata(wal.join(lane::segment_name(1, 0)))
+            .expect("stat")
+            .len();
+        segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Put(100, b"y")]);
+        CHANGES_BEFORE_CRASH.set(Some(2));
+        assert!(recover(dir.path(), &wal, false, true).is_err());
+        CHANGES_BEFORE_CRASH.set(None);
+        OpenOptions::new()
+            .write(true)
+            .open(wal.join(lane::segment_name(1, 0)))
+            .and_then(|file| file.set_len(x_end))
+            .expect("lose the record at 100");
+        let recovered = recover(dir.path(), &wal, false, true).expect("recovery");
+        assert_eq!(recovered.recovery.stats.t_safe, Some(2));
+        assert!(recovered.clock > 100, "clock {}", recovered.clock);
+        assert_eq!(recovered_twice(dir.path()).expect("recovery"), [b"a", b"x"]);
     }
 
     #[test]
