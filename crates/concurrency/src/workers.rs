@@ -26,6 +26,11 @@ use crossbeam_utils::CachePadded;
 use crate::share_lock::Share;
 use crate::sync::atomic::{AtomicBool, Ordering, fence};
 
+/// The most threads an index's configuration may ask [`Workers`] for: far more than any core
+/// count gains from, few enough that a database of a few tables cannot exhaust the process's
+/// threads.
+pub const MAX_THREADS: usize = 256;
+
 /// Named threads running one task periodically; dropping the value stops and joins them.
 #[derive(Debug)]
 pub struct Workers {

@@ -89,10 +89,17 @@ impl Db {
     /// Fails with [`Error::AlreadyOpen`] while another handle has the directory open,
     /// [`Error::Corrupt`] for damaged or foreign files (see
     /// [`Options::tolerate_corruption`]), and [`Error::Io`] for a path that cannot be created
-    /// or written.
+    /// or written (or an empty one, which names no directory: use `"."` for the current one).
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Self> {
         options.validate()?;
         let dir = dir.as_ref().to_owned();
+        if dir.as_os_str().is_empty() {
+            let empty = std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "an empty path names no directory",
+            );
+            return Err(Error::io(&dir, empty));
+        }
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let lock = lock_dir(&dir)?;
         let catalog = Catalog::read(&dir)?;

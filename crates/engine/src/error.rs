@@ -46,10 +46,19 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
-    /// A value longer than [`crate::MAX_VALUE_LEN`], or a batch too large for one log record.
+    /// A value longer than [`crate::MAX_VALUE_LEN`].
     #[error("a value of {len} bytes is over the limit of {max} bytes")]
     ValueTooLarge {
-        /// The value's (or batch's) size.
+        /// The value's size.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A [`crate::WriteBatch`] too large for one log record ([`crate::MAX_BATCH_LEN`] bytes of
+    /// keys, values and their headers), in memory as on disk: nothing of it was written.
+    #[error("a batch of {len} bytes is over the limit of {max} bytes")]
+    BatchTooLarge {
+        /// The batch's size as one log record.
         len: usize,
         /// The limit.
         max: usize,

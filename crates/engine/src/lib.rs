@@ -69,7 +69,7 @@ mod store;
 mod table;
 mod value;
 
-pub use batch::{BatchTable, WriteBatch};
+pub use batch::{BatchTable, MAX_BATCH_LEN, WriteBatch};
 pub use catalog::MAX_TABLE_NAME;
 pub use db::Db;
 pub use error::{CompareAndSwapError, Error, Result};

@@ -86,7 +86,7 @@ impl Options {
     }
 
     /// Background threads per table index (XIndex-R's compaction and structure changes,
-    /// XIndex-H's resizes); 0 leaves that work undone (not recommended). Each table's index
+    /// XIndex-H's resizes; at most 256); 0 leaves that work undone (not recommended). Each table's index
     /// owns its threads, so a database of many tables runs that many threads, mostly asleep:
     /// an ordered table's wake once a second, and so do an idle hash table's (every 2 ms
     /// while writes change its number of keys); 1,000 idle tables of either kind cost 1–2% of

@@ -1,6 +1,7 @@
 //! Bad input gives a clear error, never a panic: sizes over the limits, tables opened with the
 //! wrong kind or key type, bad names, a directory already open, paths that cannot be written,
-//! corrupt or foreign files, batches naming another database's table, invalid options.
+//! corrupt or foreign files, batches naming another database's table or too large for the log,
+//! invalid options.
 
 mod common;
 
@@ -9,7 +10,8 @@ use std::time::Duration;
 
 use common::TempDir;
 use engine::{
-    Db, Durability, Error, KeyType, MAX_KEY_LEN, MAX_VALUE_LEN, Options, TableKind, WriteBatch,
+    Db, Durability, Error, KeyType, MAX_BATCH_LEN, MAX_KEY_LEN, MAX_VALUE_LEN, Options, TableKind,
+    WriteBatch,
 };
 
 fn options() -> Options {
@@ -164,6 +166,38 @@ fn paths_that_cannot_be_used_give_io_errors() {
         Db::open(file.join("below"), options()),
         Err(Error::Io { .. })
     ));
+    // An empty path is refused before anything is created (in the current directory, which
+    // `fs::create_dir_all("")` accepts and relative joins would land in).
+    match Db::open("", options()) {
+        Err(Error::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput)
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    assert!(!std::path::Path::new("LOCK").exists());
+}
+
+#[test]
+fn batches_over_one_log_record_are_refused_in_memory_as_on_disk() {
+    let dir = TempDir::new("big-batch");
+    let value = vec![7u8; MAX_VALUE_LEN];
+    let in_memory = Db::open_in_memory_with(options()).unwrap();
+    let on_disk = Db::open(dir.path(), options()).unwrap();
+    for db in [&in_memory, &on_disk] {
+        let table = db.ordered_table::<u64>("t").unwrap();
+        let mut batch = WriteBatch::new();
+        let count = MAX_BATCH_LEN / MAX_VALUE_LEN + 1;
+        for key in 0..count as u64 {
+            batch.insert(&table, &key, &value).unwrap();
+        }
+        match db.write(batch) {
+            Err(Error::BatchTooLarge { len, max }) => {
+                assert!(len > max && max == MAX_BATCH_LEN, "{len} {max}")
+            }
+            other => panic!("expected BatchTooLarge, got {other:?}"),
+        }
+        assert!(table.is_empty(), "nothing of the batch is written");
+    }
 }
 
 #[test]
@@ -312,6 +346,17 @@ fn invalid_options_are_refused() {
     };
     let error = Db::open_in_memory_with(options().ordered_index(config));
     assert!(matches!(error, Err(Error::OrderedIndex(_))));
+    // Past 256 threads per index: refused, instead of exhausting the process's threads.
+    let error = Db::open_in_memory_with(options().index_threads(257));
+    assert!(matches!(error, Err(Error::OrderedIndex(_))));
+    // A load factor that would size a resized group at more buckets than memory holds.
+    let config = engine::HashConfig {
+        lower_load_factor: 1e-300,
+        target_load_factor: 1e-299,
+        ..Default::default()
+    };
+    let error = Db::open_in_memory_with(options().hash_index(config));
+    assert!(matches!(error, Err(Error::HashIndex(_))));
 }
 
 #[test]

@@ -31,25 +31,27 @@ use crate::error::Error;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `upper_lf`: a group whose live keys per bucket exceed this grows (1.5).
+    /// `upper_lf`: a group whose live keys per bucket exceed this grows (1.5). Every load
+    /// factor lies in 1/64..=64.
     pub upper_load_factor: f64,
     /// `lower_lf`: a group whose live keys per bucket fall under this shrinks (0.5).
     pub lower_load_factor: f64,
     /// The keys per bucket a resized or bulk-loaded group starts with (1.0); must lie strictly
     /// between the two triggers.
     pub target_load_factor: f64,
-    /// The fewest buckets a group has (8); small groups are never shrunk below it.
+    /// The fewest buckets a group has (8, at most 2^16); small groups are never shrunk below
+    /// it.
     pub min_buckets: usize,
     /// The number of groups of an index created empty by [`XIndexH::new`](crate::XIndexH::new)
-    /// (64). The root is fixed at construction; groups grow and shrink. Fewer, larger groups
+    /// (64, at most 2^16, and at most 2^24 buckets in all). The root is fixed at construction; groups grow and shrink. Fewer, larger groups
     /// keep the few cache lines of each group's header that every insert touches in cache (see
     /// the module comment).
     pub initial_groups: usize,
     /// The keys per group a bulk load aims at (1,048,576).
     pub group_size: usize,
-    /// How many background threads the index owns (1); 0 runs no background work, leaving
-    /// resizes to explicit [`maintenance_step`](crate::HashIndex::maintenance_step) and
-    /// [`quiesce`](crate::HashIndex::quiesce) calls.
+    /// How many background threads the index owns (1, at most 256); 0 runs no background
+    /// work, leaving resizes to explicit [`maintenance_step`](crate::HashIndex::maintenance_step)
+    /// and [`quiesce`](crate::HashIndex::quiesce) calls.
     pub background_threads: usize,
     /// The pause between two background passes (2 ms) while inserts and removes change the
     /// number of keys; with none, a thread sleeps twice as long after each period without
@@ -72,22 +74,32 @@ impl Default for Config {
     }
 }
 
-/// The largest accepted group count, and the largest `min_buckets`.
+/// The most groups a bulk load makes.
 pub const MAX_GROUPS: usize = 1 << 24;
 
+/// The most groups an empty index may start with (each costs about 1 KiB while empty).
+const MAX_INITIAL_GROUPS: usize = 1 << 16;
+
+/// The largest accepted `min_buckets`.
+const MAX_MIN_BUCKETS: usize = 1 << 16;
+
 /// The most buckets an empty index may start with (`initial_groups × min_buckets`).
-const MAX_INITIAL_BUCKETS: usize = 1 << 28;
+const MAX_INITIAL_BUCKETS: usize = 1 << 24;
+
+/// The accepted load factors: from one key per 64 buckets to 64 keys per bucket (a resize
+/// sizes a group at `keys / target_load_factor` buckets, so the lower bound bounds its
+/// memory).
+const LOAD_FACTORS: std::ops::RangeInclusive<f64> = (1.0 / 64.0)..=64.0;
 
 impl Config {
     /// Checks every parameter against its accepted range.
     pub fn validate(&self) -> Result<(), Error> {
         let invalid = |field, reason| Err(Error::InvalidConfig { field, reason });
-        let finite_positive = |x: f64| x.is_finite() && x > 0.0;
-        if !finite_positive(self.lower_load_factor) {
-            return invalid("lower_load_factor", "must be positive and finite");
+        if !LOAD_FACTORS.contains(&self.lower_load_factor) {
+            return invalid("lower_load_factor", "must lie in 1/64..=64");
         }
-        if !finite_positive(self.upper_load_factor) {
-            return invalid("upper_load_factor", "must be positive and finite");
+        if !LOAD_FACTORS.contains(&self.upper_load_factor) {
+            return invalid("upper_load_factor", "must lie in 1/64..=64");
         }
         if !(self.target_load_factor > self.lower_load_factor
             && self.target_load_factor < self.upper_load_factor)
@@ -97,20 +109,23 @@ impl Config {
                 "must lie strictly between lower_load_factor and upper_load_factor",
             );
         }
-        if self.min_buckets == 0 || self.min_buckets > MAX_GROUPS {
-            return invalid("min_buckets", "must lie in 1..=2^24");
+        if self.min_buckets == 0 || self.min_buckets > MAX_MIN_BUCKETS {
+            return invalid("min_buckets", "must lie in 1..=2^16");
         }
-        if self.initial_groups == 0 || self.initial_groups > MAX_GROUPS {
-            return invalid("initial_groups", "must lie in 1..=2^24");
+        if self.initial_groups == 0 || self.initial_groups > MAX_INITIAL_GROUPS {
+            return invalid("initial_groups", "must lie in 1..=2^16");
         }
-        if self.initial_groups.saturating_mul(self.min_buckets) > MAX_INITIAL_BUCKETS {
+        if self.initial_groups * self.min_buckets > MAX_INITIAL_BUCKETS {
             return invalid(
                 "initial_groups",
-                "times min_buckets must be at most 2^28 (the buckets of an empty index)",
+                "times min_buckets must be at most 2^24 (the buckets of an empty index)",
             );
         }
         if self.group_size == 0 {
             return invalid("group_size", "must be at least 1");
+        }
+        if self.background_threads > concurrency::workers::MAX_THREADS {
+            return invalid("background_threads", "must be at most 256");
         }
         if self.background_threads > 0 && self.period.is_zero() {
             return invalid("period", "must be positive when background threads run");
@@ -174,11 +189,47 @@ mod tests {
             ),
             (
                 Config {
-                    initial_groups: 1 << 20,
-                    min_buckets: 1 << 20,
+                    lower_load_factor: 1e-300,
+                    target_load_factor: 1e-299,
+                    ..base.clone()
+                },
+                "lower_load_factor",
+            ),
+            (
+                Config {
+                    upper_load_factor: 65.0,
+                    ..base.clone()
+                },
+                "upper_load_factor",
+            ),
+            (
+                Config {
+                    min_buckets: 1 << 17,
+                    ..base.clone()
+                },
+                "min_buckets",
+            ),
+            (
+                Config {
+                    initial_groups: 1 << 17,
                     ..base.clone()
                 },
                 "initial_groups",
+            ),
+            (
+                Config {
+                    initial_groups: 1 << 16,
+                    min_buckets: 1 << 9,
+                    ..base.clone()
+                },
+                "initial_groups",
+            ),
+            (
+                Config {
+                    background_threads: 257,
+                    ..base.clone()
+                },
+                "background_threads",
             ),
             (
                 Config {

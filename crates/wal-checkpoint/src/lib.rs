@@ -49,4 +49,6 @@ pub use faults::FaultPlan;
 pub use format::BatchOp;
 pub use key_locks::KeyLocks;
 pub use recovery::{Recovery, RecoveryStats};
-pub use wal::{CheckpointStats, Durability, Options, Wal, WalStats, recover_read_only};
+pub use wal::{
+    CheckpointStats, Durability, Options, Wal, WalStats, check_batch, recover_read_only,
+};

@@ -479,6 +479,13 @@ fn check_frame(size: usize, count: usize) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a batch too large for one log record ([`Error::TooLarge`]), as [`Wal::batch`]
+/// does before it stamps or writes anything; a store without a log can hold its batches to the
+/// same limit.
+pub fn check_batch(ops: &[BatchOp<'_>]) -> Result<()> {
+    check_frame(format::batch_len(ops), ops.len())
+}
+
 impl Shared {
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::SeqCst) + 1
@@ -561,7 +568,7 @@ impl Shared {
         apply: impl FnMut(&BatchOp<'_>) -> R,
     ) -> Result<Option<Vec<R>>> {
         self.check()?;
-        check_frame(format::batch_len(ops), ops.len())?;
+        check_batch(ops)?;
         let lane = self.lane();
         let mut buf = lane.buf.lock();
         let keys = self.locks.lock_all(

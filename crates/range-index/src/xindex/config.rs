@@ -31,8 +31,8 @@ pub struct Config {
     pub max_models: usize,
     /// The pause between two background passes (1 s).
     pub period: Duration,
-    /// How many background threads the index owns (1); 0 runs no background work, leaving
-    /// it to explicit [`maintenance_step`](crate::OrderedIndex::maintenance_step) and
+    /// How many background threads the index owns (1, at most 256); 0 runs no background
+    /// work, leaving it to explicit [`maintenance_step`](crate::OrderedIndex::maintenance_step) and
     /// [`quiesce`](crate::OrderedIndex::quiesce) calls. Several threads compact disjoint
     /// shares of the groups at the same time; the first also runs the other changes.
     pub background_threads: usize,
@@ -110,6 +110,9 @@ impl Config {
         }
         if self.max_models == 0 || self.max_models > MAX_MODELS {
             return invalid("max_models", "must lie in 1..=64");
+        }
+        if self.background_threads > concurrency::workers::MAX_THREADS {
+            return invalid("background_threads", "must be at most 256");
         }
         if self.background_threads > 0 && self.period.is_zero() {
             return invalid("period", "must be positive when background threads run");
@@ -189,6 +192,13 @@ mod tests {
                     ..base.clone()
                 },
                 "max_models",
+            ),
+            (
+                Config {
+                    background_threads: 257,
+                    ..base.clone()
+                },
+                "background_threads",
             ),
             (
                 Config {
