@@ -28,9 +28,13 @@
 //! 4. Replay, in timestamp order over the checkpoint, every op stamped in `[t_begin, t_safe]`
 //!    whose record is committed at or below `t_safe` (a batch commits at its largest stamp, so
 //!    it is replayed whole or not at all).
-//! 5. Physically cut every record stamped above `t_safe` (and fsync), so that a later recovery
-//!    with a larger `t_safe` cannot resurrect writes this one dropped, and delete checkpoints
-//!    that end above `t_safe`. A lane cut this way gets a heartbeat stamped `t_safe` in place of
+//! 5. Physically cut every write (put, remove, batch) stamped above `t_safe`, with every record
+//!    after it (and fsync), so that a later recovery with a larger `t_safe` cannot resurrect
+//!    writes this one dropped, and delete checkpoints that end above `t_safe`. Heartbeats,
+//!    synced records and checkpoint markers above `t_safe` before a lane's first such write
+//!    stay: they hold no write, and a lane they end ends above `t_safe` (a clean close's round
+//!    heartbeats each lane at a stamp of its own, so all but one end above the least, and the
+//!    next open cuts nothing). A lane cut this way gets a heartbeat stamped `t_safe` in place of
 //!    the cut records: every lane still ends at or above `t_safe`, so no later recovery computes
 //!    a smaller one and drops writes this one recovered (the kill test caught that: a lane cut
 //!    below `t_safe`, then another lane's newer heartbeat cut by the next recovery, and an
@@ -853,7 +857,8 @@ pub(crate) fn recover(
                     };
                     let record = format::decode_record(payload)
                         .map_err(|reason| Error::corrupt(&segment.path, at as u64, reason))?;
-                    if record.ts() > safe {
+                    let holds_writes = matches!(record, Record::Single(_) | Record::Batch { .. });
+                    if holds_writes && record.ts() > safe {
                         cut = true;
                         stats.truncated_bytes += (end - at) as u64;
                         // The lane must still end at or above t_safe after the cut, or a later
@@ -1145,6 +1150,36 @@ mod tests {
         let (dir, _) = crash_after(3);
         fs::remove_file(dir.path().join("wal").join("recovery-cuts")).expect("rm note");
         assert_eq!(read_only(dir.path()), vec![b"a".to_vec()]);
+    }
+
+    #[test]
+    fn records_without_writes_above_t_safe_stay_and_the_first_write_above_it_is_cut() {
+        let dir = test_support::TempDir::new("keep-heartbeats");
+        let wal = dir.path().join("wal");
+        fs::create_dir_all(&wal).expect("wal dir");
+        segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Put(3, b"b")]);
+        segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Heartbeat(4)]);
+        let kept = fs::metadata(wal.join(lane::segment_name(1, 0)))
+            .expect("stat")
+            .len();
+        let records = [Laid::Put(2, b"x"), Laid::Heartbeat(4), Laid::Put(5, b"y")];
+        segment(&wal, 1, 0, 0, &records);
+        let recovered = recover(dir.path(), &wal, false, true).expect("recovery");
+        assert_eq!(recovered.recovery.stats.t_safe, Some(3));
+        let lane_1 = recovered.lanes.iter().find(|lane| lane.lane == 1);
+        assert_eq!(
+            lane_1.map(|lane| lane.last_ts),
+            Some(4),
+            "ends at its heartbeat"
+        );
+        let cut = fs::metadata(wal.join(lane::segment_name(1, 0)))
+            .expect("stat")
+            .len();
+        assert_eq!(cut, kept, "the put at 5 is cut, the heartbeat at 4 kept");
+        assert_eq!(
+            recovered_twice(dir.path()).expect("recovery"),
+            [b"a", b"b", b"x"]
+        );
     }
 
     #[test]

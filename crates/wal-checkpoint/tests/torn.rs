@@ -730,6 +730,28 @@ fn extended_segments_end_with_their_last_frame_once_closed_and_recover_after_a_c
 }
 
 #[test]
+fn a_clean_close_of_several_lanes_reopens_without_a_cut() {
+    // The close's round heartbeats each lane at a stamp of its own: every lane but one ends
+    // above t_safe, with nothing but heartbeats (and synced records) there.
+    let dir = TempDir::new("clean-lanes");
+    let opts = options(3, Durability::Immediate);
+    for round in 0..3u64 {
+        let (wal, recovery) = Wal::open(dir.path(), opts.clone()).expect("open");
+        assert_eq!(
+            recovery.stats.truncated_bytes, 0,
+            "reopen {round} cut bytes"
+        );
+        assert_eq!(state(&recovery), model(round));
+        wal.put(0, &round.to_be_bytes(), &[round as u8; 3], || ())
+            .expect("put");
+        wal.close().expect("close");
+    }
+    let closed = recover_read_only(dir.path(), &opts).expect("read-only recovery");
+    assert_eq!(closed.stats.truncated_bytes, 0);
+    assert_eq!(state(&closed), model(3));
+}
+
+#[test]
 fn a_log_of_format_version_1_recovers_and_grows() {
     // Written by the build before synced records (format version 1): four puts, a checkpoint,
     // a remove, a batch and a put, all with Immediate durability, then a simulated crash (the
