@@ -269,7 +269,10 @@ impl SegmentFile {
         Ok(())
     }
 
-    /// Deletes the closed segments whose records all precede `t_begin`; returns how many.
+    /// Deletes the closed segments whose records all precede `t_begin`, oldest first, each
+    /// deletion made durable before the next: whatever part of them a power loss keeps, the
+    /// lane's files stay one chain without a gap (which recovery would report as corruption).
+    /// Returns how many.
     pub fn delete_covered(&mut self, t_begin: u64) -> Result<usize, IoFailure> {
         let mut deleted = 0;
         while let Some(first) = self.closed.first() {
@@ -281,6 +284,7 @@ impl SegmentFile {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err((first.path.clone(), e)),
             }
+            faults::sync_dir(&self.chain.dir).map_err(|e| (self.chain.dir.clone(), e))?;
             self.closed.remove(0);
             deleted += 1;
         }

@@ -530,6 +530,9 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
     // cut segment followed by one whose header names the stamps cut (which pass 1 would
     // weigh as records lost).
     sort_for_deletion(&mut repairs.deletes);
+    // An earlier recovery killed between a deletion and its directory fsync left that deletion
+    // pending: made durable first, it cannot be lost while a later one here is kept.
+    faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
     for path in &repairs.deletes {
         crash_point()?;
         match fs::remove_file(path) {

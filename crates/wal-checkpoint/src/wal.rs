@@ -168,7 +168,10 @@ impl std::fmt::Debug for Wal {
 /// Recovers the state of the log in `dir` as [`Wal::open`] would, without changing any file
 /// (torn tails are not cut, no segment is started): for tools, tests and benchmarks. A [`Wal`]
 /// may hold the directory open but must not write meanwhile (call [`Wal::sync`] first and stop
-/// its writers).
+/// its writers). It reads what the operating system returns, which may include records never
+/// fsynced (a process killed before its sync leaves them in the page cache), and it fsyncs
+/// nothing: a power loss before they reach the disk takes them back, so a later recovery may
+/// return less. [`Wal::open`] fsyncs what it recovered before it returns.
 pub fn recover_read_only(dir: impl AsRef<Path>, options: &Options) -> Result<Recovery> {
     let dir = dir.as_ref();
     Ok(recovery::recover(dir, &dir.join("wal"), options.tolerate_corruption, false)?.recovery)
