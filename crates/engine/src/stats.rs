@@ -65,7 +65,10 @@ pub struct DbStats {
     pub keys: usize,
     /// Memory of the indexes and the out-of-line values, in bytes.
     pub memory_bytes: usize,
-    /// Bytes written to the log since the open (0 in memory).
+    /// Bytes written to the log files since the open (0 in memory). Records still in a lane's
+    /// buffer do not count yet: under [`Durability::None`](crate::Durability::None) or
+    /// `Periodic` they reach the files at the next round, [`Db::flush`](crate::Db::flush) or
+    /// a full buffer.
     pub log_bytes: u64,
     /// Group-commit rounds since the open.
     pub log_rounds: u64,
