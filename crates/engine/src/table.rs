@@ -521,8 +521,9 @@ impl<K: TableKey> HashTable<K> {
 
     /// Every pair, in no particular order. Not a snapshot: a key present and unchanged during
     /// the whole iteration comes once with its value, but a key written meanwhile may be missed
-    /// or, removed and inserted again while its group is resized, come twice. Values replaced
-    /// while the iterator lives stay in memory until it is dropped, so do not keep one for long.
+    /// or, removed and inserted again while its group is resized, come twice. The iterator
+    /// reads one group of the index at a time (tens to a million keys), and values replaced
+    /// while it is within a group stay in memory until it moves on to the next or is dropped.
     pub fn iter(&self) -> HashIter<'_, K> {
         HashIter {
             pairs: self.handle.store.hash_pairs(),

@@ -429,6 +429,15 @@ pub struct Iter<'a, K: HashKey> {
     buffer: std::vec::IntoIter<(K, u64)>,
 }
 
+impl<K: HashKey> Iter<'_, K> {
+    /// The pairs read from the current group and not yet returned. At 0 the next call reads
+    /// the next group: every word returned before was loaded earlier, so a caller that pins
+    /// an epoch for the values behind the words may re-pin there.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+}
+
 impl<K: HashKey> Iterator for Iter<'_, K> {
     type Item = (K, u64);
 

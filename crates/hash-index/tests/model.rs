@@ -227,7 +227,49 @@ fn growth_from_empty_triggers_grows_then_removes_trigger_shrinks() {
     index.validate();
 }
 
-/// Waits up to 10 s for the index's own background thread to bring `done` about.
+#[test]
+fn churn_at_a_steady_size_keeps_the_chains_short() {
+    // Remove the oldest key, insert a new one: the number of keys never moves, so no load
+    // factor leaves its bounds, but every new key would chain behind removed records.
+    let config = Config {
+        background_threads: 0,
+        ..Config::default()
+    };
+    for hashed in [false, true] {
+        let index = XIndexH::<u64>::new(config.clone()).expect("valid config");
+        let key = |i: u64| {
+            if hashed {
+                i.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            } else {
+                i
+            }
+        };
+        let live = 10_000u64;
+        for i in 0..live {
+            index.insert(key(i), i);
+        }
+        index.quiesce();
+        for i in live..live * 40 {
+            assert_eq!(index.remove(&key(i - live)), Some(i - live));
+            index.insert(key(i), i);
+            if i.is_multiple_of(1_000) {
+                index.maintenance_step();
+            }
+        }
+        let stats = index.stats();
+        assert_eq!(index.len(), live as usize);
+        assert!(
+            stats.chain_nodes < 3 * live as usize,
+            "{} chain nodes for {live} keys after 390,000 churned (hashed: {hashed}): {stats:?}",
+            stats.chain_nodes
+        );
+        assert_eq!(index.get(&key(live * 40 - 1)), Some(live * 40 - 1));
+        assert_eq!(index.get(&key(live * 39 - 1)), None);
+        index.validate();
+    }
+}
+
+/// Waits up to 10 s for the index's own background thread to bring `done` about./// Waits up to 10 s for the index's own background thread to bring `done` about.
 fn wait_for_background(index: &XIndexH<u64>, done: impl Fn(&Stats) -> bool) {
     let start = Instant::now();
     while !done(&index.stats()) {
