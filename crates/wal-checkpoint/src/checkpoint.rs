@@ -122,7 +122,7 @@ impl CheckpointWriter {
             .map_err(|e| Error::io(&path, e))?;
         let size = self.bytes;
         let target = dir.join(checkpoint_name(t_end));
-        fs::rename(&path, &target).map_err(|e| Error::io(&target, e))?;
+        faults::rename(&path, &target).map_err(|e| Error::io(&target, e))?;
         faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
         Ok((target, size))
     }

@@ -15,8 +15,8 @@
 //! last segment before it writes a note; and each cut is fsynced before its heartbeat is
 //! written, so no power loss keeps the heartbeat without the cut.
 
-use std::fs::{self, File};
-use std::io::{ErrorKind, Write};
+use std::fs;
+use std::io::ErrorKind;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -44,14 +44,9 @@ pub(crate) fn read(wal_dir: &Path) -> Result<Vec<NotedCut>> {
 /// Writes the note naming `cuts` in `wal_dir`, replacing any older one, durably.
 pub(crate) fn write(wal_dir: &Path, cuts: &[NotedCut]) -> Result<()> {
     let temp = wal_dir.join(TEMP_NAME);
-    File::create(&temp)
-        .and_then(|mut file| {
-            file.write_all(&format::encode_cut_note(cuts))?;
-            file.sync_all()
-        })
-        .map_err(|e| Error::io(&temp, e))?;
+    faults::write_new(&temp, &format::encode_cut_note(cuts)).map_err(|e| Error::io(&temp, e))?;
     let path = wal_dir.join(NAME);
-    fs::rename(&temp, &path).map_err(|e| Error::io(&path, e))?;
+    faults::rename(&temp, &path).map_err(|e| Error::io(&path, e))?;
     faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))
 }
 
@@ -60,7 +55,7 @@ pub(crate) fn remove(wal_dir: &Path) -> Result<()> {
     let mut removed = false;
     for name in [TEMP_NAME, NAME] {
         let path = wal_dir.join(name);
-        match fs::remove_file(&path) {
+        match faults::remove_file(&path) {
             Ok(()) => removed = true,
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(&path, e)),

@@ -6,7 +6,7 @@
 //! file in the order they were appended. Lock order: buffer → stripe → file (a batch holds its
 //! stripes while it writes a full buffer out), buffer → file.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -279,7 +279,7 @@ impl SegmentFile {
             if first.last_ts >= t_begin {
                 break;
             }
-            match fs::remove_file(&first.path) {
+            match faults::remove_file(&first.path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err((first.path.clone(), e)),
@@ -350,6 +350,7 @@ pub(crate) fn heartbeat(buf: &mut LaneBuf, ts: u64) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::fs;
     use std::path::Path;
 
     use super::*;

@@ -49,8 +49,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::fs;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -521,9 +520,9 @@ fn finish_noted_cut(
     });
 }
 
-/// Makes recovery's file changes (steps 5 and 6 of the module docs). Each change is one a crash
-/// may stop after, and a power loss may keep any part of what was not fsynced: every state
-/// either leaves recovers the same.
+/// Makes recovery's file changes (steps 5 and 6 of the module docs), each change and fsync
+/// through `faults`. A crash may stop them anywhere, and a power loss may keep any part of what
+/// was not fsynced: every state either leaves recovers the same (the `power_loss` tests).
 fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState]) -> Result<()> {
     // The deletions go first, each synced, and each lane's newest segment first: a crash
     // between two leaves every lane's segments without a gap, and one before a cut leaves no
@@ -534,8 +533,7 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
     // pending: made durable first, it cannot be lost while a later one here is kept.
     faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
     for path in &repairs.deletes {
-        crash_point()?;
-        match fs::remove_file(path) {
+        match faults::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(path, e)),
@@ -552,11 +550,7 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
     // interrupted recovery made (a lane ending with its heartbeat is left out of the new note,
     // which replaces the old one).
     for last in states.iter().filter_map(|state| state.segments.last()) {
-        OpenOptions::new()
-            .write(true)
-            .open(&last.path)
-            .and_then(|file| file.sync_all())
-            .map_err(|e| Error::io(&last.path, e))?;
+        faults::sync_file(&last.path).map_err(|e| Error::io(&last.path, e))?;
     }
     let noted: Vec<NotedCut> = repairs
         .cuts
@@ -573,7 +567,6 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
         })
         .collect();
     if !noted.is_empty() {
-        crash_point()?;
         cut_note::write(wal_dir, &noted)?;
     }
     for Cut {
@@ -582,56 +575,22 @@ fn apply(mut repairs: Repairs, dir: &Path, wal_dir: &Path, states: &[LaneState])
         heartbeat,
     } in &repairs.cuts
     {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        crash_point()?;
         // The cut is durable before the heartbeat is written in the bytes it freed: a power
         // loss that kept the heartbeat but not the cut would leave it over the first cut
         // record, before the cut records' valid frames (corruption, to pass 1).
-        file.set_len(*at)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Error::io(path, e))?;
+        faults::set_len(path, *at).map_err(|e| Error::io(path, e))?;
+        faults::sync_file(path).map_err(|e| Error::io(path, e))?;
         if let Some((ts, seed)) = heartbeat {
-            crash_point()?;
             let mut tail = Vec::new();
             format::encode_heartbeat(&mut tail, *seed, *ts);
-            file.seek(SeekFrom::Start(*at))
-                .and_then(|_| file.write_all(&tail))
-                .map_err(|e| Error::io(path, e))?;
+            faults::write_at(path, *at, &tail).map_err(|e| Error::io(path, e))?;
+            faults::sync_file(path).map_err(|e| Error::io(path, e))?;
         }
-        file.sync_data().map_err(|e| Error::io(path, e))?;
     }
     faults::sync_dir(wal_dir).map_err(|e| Error::io(wal_dir, e))?;
     faults::sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     // Every cut and heartbeat is on disk: the note has done its work.
-    crash_point()?;
     cut_note::remove(wal_dir)
-}
-
-#[cfg(test)]
-thread_local! {
-    /// How many more file changes the repairs of a test's recovery make before they stop, as a
-    /// crash would stop them; `None`: no limit.
-    static CHANGES_BEFORE_CRASH: std::cell::Cell<Option<usize>> =
-        const { std::cell::Cell::new(None) };
-}
-
-/// Comes before each file change of the repairs: in tests, fails once the change budget set in
-/// `CHANGES_BEFORE_CRASH` is spent, leaving the files as a crash at that point would.
-fn crash_point() -> Result<()> {
-    #[cfg(test)]
-    if let Some(left) = CHANGES_BEFORE_CRASH.get() {
-        if left == 0 {
-            return Err(Error::io(
-                "simulated crash",
-                std::io::Error::other("simulated crash"),
-            ));
-        }
-        CHANGES_BEFORE_CRASH.set(Some(left - 1));
-    }
-    Ok(())
 }
 
 /// The lane and sequence number of the log segment at `path`; `None` for other files.
@@ -943,8 +902,15 @@ pub(crate) fn recover(
 }
 
 #[cfg(all(test, not(loom)))]
+mod power_loss;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
+    use std::fs::OpenOptions;
+    use std::io::Write;
+
     use super::*;
+    use crate::faults::Machine;
 
     const SALT: u64 = 0x5a17;
     /// The header of the segments the tests lay out.
@@ -1115,32 +1081,41 @@ mod tests {
             map.into_keys().map(|(_, key)| key).collect::<Vec<_>>()
         };
         let expected = vec![b"a".to_vec(), b"x".to_vec(), b"y".to_vec()];
-        let crash_after = |changes: usize| {
+        let crash_after = |ops: usize| {
             let dir = laid_out();
-            CHANGES_BEFORE_CRASH.set(Some(changes));
-            let outcome = recover(dir.path(), &dir.path().join("wal"), false, true);
-            CHANGES_BEFORE_CRASH.set(None);
+            let mut machine = Machine::crashing_after(ops);
+            let outcome = machine.run(|| recover(dir.path(), &dir.path().join("wal"), false, true));
             (dir, outcome.map(|_| ()))
         };
-        // The changes: the deletion, the note, the cut, the heartbeat, the note's removal.
-        for changes in 0..5 {
-            let (dir, outcome) = crash_after(changes);
-            assert!(outcome.is_err(), "recovery stopped after {changes} changes");
+        // The operations: the directory's fsync, the deletion and the directory's fsync, the
+        // fsyncs of both lanes' last segments, the note (written, renamed, the directory
+        // fsynced), the cut and its fsync, the heartbeat and its fsync, the fsyncs of both
+        // directories, the note's removal (its temporary file, long gone, then the note) and
+        // the directory's fsync.
+        const OPS: usize = 17;
+        // The cut and its fsync made, the heartbeat not written.
+        const AFTER_THE_CUT: usize = 10;
+        for ops in 0..OPS {
+            let (dir, outcome) = crash_after(ops);
+            assert!(
+                outcome.is_err(),
+                "a crash before operation {ops} stops recovery"
+            );
             assert_eq!(
                 read_only(dir.path()),
                 expected,
-                "{changes} changes, read only"
+                "{ops} operations, read only"
             );
             let recovered = recovered_twice(dir.path()).expect("recovery after the crash");
-            assert_eq!(recovered, expected, "a crash after {changes} changes");
+            assert_eq!(recovered, expected, "a crash after {ops} operations");
             let note = dir.path().join("wal").join("recovery-cuts");
             assert!(!note.exists(), "the note outlives a whole recovery");
         }
-        let (dir, outcome) = crash_after(5);
-        outcome.expect("five changes are all the repairs");
+        let (dir, outcome) = crash_after(OPS);
+        outcome.expect("17 operations are all the repairs");
         assert_eq!(recovered_twice(dir.path()).expect("recovery"), expected);
         // A power loss that keeps part of the heartbeat: a torn tail, cut where the note says.
-        let (dir, _) = crash_after(3);
+        let (dir, _) = crash_after(AFTER_THE_CUT);
         let cut = dir.path().join("wal").join(lane::segment_name(0, 0));
         let mut heartbeat = Vec::new();
         format::encode_heartbeat(&mut heartbeat, HEADER.seed(), 3);
@@ -1150,7 +1125,7 @@ mod tests {
         assert_eq!(recovered_twice(dir.path()).expect("recovery"), expected);
         // Without the note, the state a crash after the cut leaves ends lane 0 at stamp 1, and
         // t_safe with it: y and x, recovered before, would be lost.
-        let (dir, _) = crash_after(3);
+        let (dir, _) = crash_after(AFTER_THE_CUT);
         fs::remove_file(dir.path().join("wal").join("recovery-cuts")).expect("rm note");
         assert_eq!(read_only(dir.path()), vec![b"a".to_vec()]);
     }
@@ -1199,9 +1174,11 @@ mod tests {
             .expect("stat")
             .len();
         segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Put(100, b"y")]);
-        CHANGES_BEFORE_CRASH.set(Some(2));
-        assert!(recover(dir.path(), &wal, false, true).is_err());
-        CHANGES_BEFORE_CRASH.set(None);
+        // The directory's fsync, both lanes' last segments', the note (written, renamed, the
+        // directory fsynced), the cut and its fsync: then the crash.
+        let mut machine = Machine::crashing_after(8);
+        let outcome = machine.run(|| recover(dir.path(), &wal, false, true));
+        assert!(machine.crashed && outcome.is_err());
         OpenOptions::new()
             .write(true)
             .open(wal.join(lane::segment_name(1, 0)))

@@ -751,7 +751,7 @@ impl Shared {
                 .and_then(checkpoint::parse_checkpoint_name)
                 .is_some_and(|end| end < t_end);
             if older {
-                fs::remove_file(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
+                faults::remove_file(&entry.path()).map_err(|e| Error::io(entry.path(), e))?;
             }
         }
         let mut segments_deleted = 0;
