@@ -86,11 +86,11 @@ impl Options {
     }
 
     /// Background threads per table index (XIndex-R's compaction and structure changes,
-    /// XIndex-H's resizes; at most 256); 0 leaves that work undone (not recommended). Each table's index
-    /// owns its threads, so a database of many tables runs that many threads, mostly asleep:
-    /// an ordered table's wake once a second, and so do an idle hash table's (every 2 ms
-    /// while writes change its number of keys); 1,000 idle tables of either kind cost 1–2% of
-    /// a core.
+    /// XIndex-H's resizes; at most 256); 0 leaves that work undone (not recommended). Each
+    /// table's index owns its threads, so a database of many tables runs that many threads,
+    /// mostly asleep: an ordered table's wake once a second, and so do an idle hash table's
+    /// (every 2 ms while writes change its number of keys); 1,000 idle tables of either kind
+    /// cost 1–2% of a core.
     pub fn index_threads(mut self, threads: usize) -> Self {
         self.ordered.background_threads = threads;
         self.hash.background_threads = threads;

@@ -15,11 +15,12 @@
 //! to chains without end. Session 23's probe of the engine: 20 chain nodes per live key after
 //! four minutes, and puts and gets 20 times slower. A group whose chain nodes exceed what its
 //! placement gave its keys by more than its live keys (or `min_buckets`) is resized at its
-//! target size, which drops them: amortized, each insert pays for moving one key. With several threads,
-//! thread `i` of `n` looks after the groups of the slots `s` with `s % n == i` (the paper gives
-//! each thread a disjoint set of groups), holding its share of the restructure lock
-//! ([`concurrency::ShareLock`]), so the threads resize at the same time and one group is still
-//! resized by one actor at a time.
+//! target size, which drops them: amortized, each insert pays for moving one key.
+//!
+//! With several threads, thread `i` of `n` looks after the groups of the slots `s` with
+//! `s % n == i` (the paper gives each thread a disjoint set of groups), holding its share of the
+//! restructure lock ([`concurrency::ShareLock`]), so the threads resize at the same time and
+//! one group is still resized by one actor at a time.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -43,9 +43,9 @@ pub struct Config {
     /// it.
     pub min_buckets: usize,
     /// The number of groups of an index created empty by [`XIndexH::new`](crate::XIndexH::new)
-    /// (64, at most 2^16, and at most 2^24 buckets in all). The root is fixed at construction; groups grow and shrink. Fewer, larger groups
-    /// keep the few cache lines of each group's header that every insert touches in cache (see
-    /// the module comment).
+    /// (64, at most 2^16, and at most 2^24 buckets in all). The root is fixed at
+    /// construction; groups grow and shrink. Fewer, larger groups keep the few cache lines of
+    /// each group's header that every insert touches in cache (see the module comment).
     pub initial_groups: usize,
     /// The keys per group a bulk load aims at (1,048,576).
     pub group_size: usize,

@@ -653,6 +653,7 @@ pub(crate) fn encode_cut_note(cuts: &[NotedCut]) -> Vec<u8> {
     out
 }
 
+/// The cuts a cut note's bytes name, or why they are no cut note this build reads.
 pub(crate) fn decode_cut_note(bytes: &[u8]) -> Result<Vec<NotedCut>, &'static str> {
     if bytes.len() < 20 || &bytes[..8] != CUT_NOTE_MAGIC {
         return Err("not a learnkv cut note (bad magic or too short)");

@@ -27,8 +27,9 @@
 //! # Example
 //!
 //! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread
-//! buffers and segment files), `key_locks` (the striped key locks), `commit` (the group-commit hand-off), `checkpoint`, `recovery`,
-//! `cut_note` (what recovery writes down before it cuts a lane), `faults`.
+//! buffers and segment files), `key_locks` (the striped key locks), `commit` (the group-commit
+//! hand-off), `checkpoint`, `recovery`, `cut_note` (what recovery writes down before it cuts a
+//! lane), `faults` (fault injection, and the file changes the power-loss tests track).
 
 mod checkpoint;
 mod commit;
