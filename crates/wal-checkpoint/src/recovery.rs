@@ -969,27 +969,42 @@ mod tests {
         assert!(!runs_into_unwritten_block(&beyond, 100, &HEADER));
     }
 
-    /// A record of a laid-out segment: a put of a key, or a heartbeat, at a stamp.
-    enum Laid {
+    /// A record of a laid-out segment (here and in the `power_loss` tests).
+    #[derive(Clone, Copy)]
+    pub(super) enum Laid {
+        /// A put of a key, at a stamp.
         Put(u64, &'static [u8]),
+        /// A heartbeat.
         Heartbeat(u64),
+        /// A synced record, naming the segment's bytes before it.
+        Synced(u64),
+        /// A checkpoint marker: stamp, `t_begin`, `t_end`.
+        Marker(u64, u64, u64),
     }
 
     /// Lays out segment `seq` of `lane` in `wal`, holding `records`.
-    fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, records: &[Laid]) {
+    pub(super) fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, records: &[Laid]) {
         let header = SegmentHeader {
             lane,
             seq,
             prev_last_ts,
             ..HEADER
         };
+        let seed = header.seed();
         let mut bytes = header.encode();
         for record in records {
             match *record {
                 Laid::Put(ts, key) => {
-                    format::encode_single(&mut bytes, header.seed(), ts, 0, key, Some(b"v"))
+                    format::encode_single(&mut bytes, seed, ts, 0, key, Some(b"v"))
                 }
-                Laid::Heartbeat(ts) => format::encode_heartbeat(&mut bytes, header.seed(), ts),
+                Laid::Heartbeat(ts) => format::encode_heartbeat(&mut bytes, seed, ts),
+                Laid::Synced(ts) => {
+                    let through = bytes.len() as u64;
+                    format::encode_synced(&mut bytes, seed, ts, through)
+                }
+                Laid::Marker(ts, t_begin, t_end) => {
+                    format::encode_checkpoint_marker(&mut bytes, seed, ts, t_begin, t_end)
+                }
             };
         }
         fs::write(wal.join(lane::segment_name(lane, seq)), bytes).expect("a segment");

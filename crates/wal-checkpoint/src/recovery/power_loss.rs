@@ -46,6 +46,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use test_support::TempDir;
 
+use super::tests::{Laid, segment};
 use super::{Recovered, Recovery, recover, segment_id};
 use crate::checkpoint::{self, CheckpointWriter};
 use crate::faults::{FileChange, Machine, Pending};
@@ -58,9 +59,6 @@ type Files = BTreeMap<PathBuf, Vec<u8>>;
 /// Recovered keys (all in table 0), in order.
 type Keys = Vec<Vec<u8>>;
 
-/// The salt of the segments laid out here.
-const SALT: u64 = 0x5a17;
-
 /// The key the log writes once reopened.
 const NEW_KEY: &[u8] = b"new";
 
@@ -69,47 +67,6 @@ const MAX_PENDING: usize = 10;
 
 /// Random walks per layout.
 const WALKS: usize = 100;
-
-/// A record of a laid-out segment.
-#[derive(Clone, Copy)]
-enum Laid {
-    /// A put of a key, at a stamp.
-    Put(u64, &'static str),
-    /// A heartbeat.
-    Heartbeat(u64),
-    /// A synced record, naming the segment's bytes before it.
-    Synced(u64),
-    /// A checkpoint marker: stamp, `t_begin`, `t_end`.
-    Marker(u64, u64, u64),
-}
-
-/// Lays out segment `seq` of `lane` in `wal`, holding `records`.
-fn segment(wal: &Path, lane: u32, seq: u64, prev_last_ts: u64, records: &[Laid]) {
-    let header = SegmentHeader {
-        lane,
-        seq,
-        prev_last_ts,
-        salt: Some(SALT),
-    };
-    let seed = header.seed();
-    let mut bytes = header.encode();
-    for record in records {
-        match *record {
-            Laid::Put(ts, key) => {
-                format::encode_single(&mut bytes, seed, ts, 0, key.as_bytes(), Some(b"v"))
-            }
-            Laid::Heartbeat(ts) => format::encode_heartbeat(&mut bytes, seed, ts),
-            Laid::Synced(ts) => {
-                let through = bytes.len() as u64;
-                format::encode_synced(&mut bytes, seed, ts, through)
-            }
-            Laid::Marker(ts, t_begin, t_end) => {
-                format::encode_checkpoint_marker(&mut bytes, seed, ts, t_begin, t_end)
-            }
-        };
-    }
-    fs::write(wal.join(lane::segment_name(lane, seq)), bytes).expect("a segment");
-}
 
 /// Writes the checkpoint `[t_begin, t_end]` of `keys` in `dir`.
 fn checkpoint(dir: &Path, t_begin: u64, t_end: u64, keys: &[&str]) {
@@ -132,16 +89,16 @@ fn scan(writer: &mut CheckpointWriter, keys: &[&str]) -> crate::Result<()> {
 fn lay_cuts(dir: &Path) {
     let wal = dir.join("wal");
     fs::create_dir_all(&wal).expect("wal dir");
-    segment(&wal, 0, 0, 0, &[Laid::Put(1, "a"), Laid::Put(5, "b")]);
-    segment(&wal, 0, 1, 5, &[Laid::Put(8, "c")]);
+    segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a"), Laid::Put(5, b"b")]);
+    segment(&wal, 0, 1, 5, &[Laid::Put(8, b"c")]);
     fs::write(wal.join(lane::segment_name(0, 2)), b"LKVW").expect("a torn segment");
-    segment(&wal, 1, 0, 0, &[Laid::Put(2, "x"), Laid::Put(4, "y")]);
+    segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Put(4, b"y")]);
     let lane_1 = wal.join(lane::segment_name(1, 0));
     let mut torn = fs::read(&lane_1).expect("lane 1");
     torn.resize(torn.len() + 700, 0);
     fs::write(lane_1, torn).expect("a torn tail");
-    segment(&wal, 2, 0, 0, &[Laid::Put(3, "p")]);
-    segment(&wal, 2, 1, 3, &[Laid::Put(6, "q"), Laid::Put(7, "r")]);
+    segment(&wal, 2, 0, 0, &[Laid::Put(3, b"p")]);
+    segment(&wal, 2, 1, 3, &[Laid::Put(6, b"q"), Laid::Put(7, b"r")]);
     checkpoint(dir, 0, 3, &["a", "x", "p"]);
     checkpoint(dir, 2, 9, &["a", "b", "x", "p", "y", "q"]);
     fs::write(dir.join(checkpoint::TEMP_NAME), b"partial").expect("a half-written checkpoint");
@@ -178,22 +135,22 @@ fn lay_kept(dir: &Path) {
     let wal = dir.join("wal");
     fs::create_dir_all(&wal).expect("wal dir");
     let lane_0 = [
-        Laid::Put(1, "a"),
+        Laid::Put(1, b"a"),
         Laid::Heartbeat(6),
-        Laid::Put(7, "b"),
-        Laid::Put(9, "c"),
+        Laid::Put(7, b"b"),
+        Laid::Put(9, b"c"),
     ];
     segment(&wal, 0, 0, 0, &lane_0);
-    segment(&wal, 1, 0, 0, &[Laid::Put(2, "x"), Laid::Put(4, "y")]);
-    segment(&wal, 2, 0, 0, &[Laid::Put(3, "p")]);
+    segment(&wal, 1, 0, 0, &[Laid::Put(2, b"x"), Laid::Put(4, b"y")]);
+    segment(&wal, 2, 0, 0, &[Laid::Put(3, b"p")]);
     let lane_2 = [
         Laid::Heartbeat(5),
         Laid::Synced(8),
         Laid::Marker(10, 2, 8),
-        Laid::Put(11, "q"),
+        Laid::Put(11, b"q"),
     ];
     segment(&wal, 2, 1, 3, &lane_2);
-    segment(&wal, 2, 2, 11, &[Laid::Put(12, "r")]);
+    segment(&wal, 2, 2, 11, &[Laid::Put(12, b"r")]);
     segment(&wal, 3, 0, 0, &[Laid::Heartbeat(14)]);
     checkpoint(dir, 0, 3, &["a", "x", "p"]);
 }
