@@ -1,7 +1,7 @@
 //! Loom models of XIndex-R's structural changes against foreground operations (digest §4.7
 //! cases 1–11, and 12: the sequential-insert append), on the real index. Cases 1–6: one group holding keys 10 → 1 and 20 → 2,
 //! compacted on the main thread through the test hook while a worker thread runs an
-//! operation. Cases 7–11: group split, group merge (the two groups in two root slots, so the
+//! operation. Cases 7–11: group split (in two, and in three), group merge (the two groups in two root slots, so the
 //! slot publication order matters), root update over a split chain, model split, and a reader
 //! racing the reclamation of the group it reads. Case 13: a maintenance pass compacting two
 //! groups in one batch, their barriers shared, under a put and a get. Case 14: the compaction
@@ -316,6 +316,34 @@ fn case7_group_split_with_puts_on_both_sides_and_gets() {
         assert_eq!(index.get(&30), Some(33), "the update survived the split");
         settle(&index);
     });
+}
+
+/// Keys 10, 12, 15, 17, 20 with `max_group_size` 2: a split cuts them into three pieces,
+/// [10], [12, 15] and [17, 20] (README design notes, "Multi-way group split").
+#[test]
+fn case7_three_way_group_split_with_a_put_and_a_get() {
+    model(
+        "case7 insert middle and get last ‖ three-way split",
+        || {
+            let config = Config {
+                background_threads: 0,
+                max_group_size: 2,
+                ..Config::default()
+            };
+            let index = XIndex::bulk_load(&[(10, 1), (20, 2)], config).expect("sorted pairs");
+            for key in [12, 15, 17] {
+                index.insert(key, key);
+            }
+            let index = Arc::new(index);
+            let ops = spawn(&index, |index| (index.insert(16, 5), index.get(&20)));
+            assert!(index.restructure_slot_with(0, Restructure::SplitGroup, |_| {}));
+            assert_eq!(ops.join().expect("the ops finish"), (None, Some(2)));
+            assert_eq!(
+                contents(&index),
+                vec![(10, 1), (12, 12), (15, 15), (16, 5), (17, 17), (20, 2)]
+            );
+        },
+    );
 }
 
 #[test]

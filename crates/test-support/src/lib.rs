@@ -41,6 +41,10 @@ impl Drop for TempDir {
 
 /// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
 /// prints the executions explored and the time taken (visible with `--nocapture`).
+///
+/// An execution may take up to 2,000 scheduling branches (loom's default is 1,000): a
+/// maintenance pass over two groups, with its barriers' wait loops and the foreground
+/// operations racing it, takes more than 1,000.
 #[cfg(loom)]
 pub fn loom_model(name: &str, f: impl Fn() + Send + Sync + 'static) {
     use std::sync::Arc;
@@ -48,6 +52,7 @@ pub fn loom_model(name: &str, f: impl Fn() + Send + Sync + 'static) {
 
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
+    builder.max_branches = builder.max_branches.max(2_000);
     // A std atomic on purpose: it counts executions and is no part of the model.
     let executions = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&executions);

@@ -525,6 +525,12 @@ impl<K: IndexKey> Group<K> {
         mean_error::<K>(&self.models)
     }
 
+    /// Whether this node and `other` share their records (and delta index): the frozen views
+    /// of one split.
+    pub(crate) fn shares_records(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.records, &other.records)
+    }
+
     /// An estimate of the bytes the group owns, without its delta indexes.
     pub(crate) fn bytes(&self) -> usize {
         let keys: usize = self.keys().iter().map(K::stored_heap_bytes).sum();

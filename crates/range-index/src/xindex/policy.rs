@@ -6,14 +6,15 @@
 //!
 //! | change | trigger |
 //! |---|---|
-//! | group split | `buf` holds more than `s` keys, or `err > e` with `m` models |
+//! | group split | `buf` holds more than `s` keys, or `err > e` with `m` models (in two, or in pieces of at most [`max_group_size`](crate::xindex::Config::max_group_size) keys: `split`) |
+//! | compaction, for removed records | a sample says more than a quarter of the array's records are removed (not in Table 2) |
 //! | model split | `err > e` with fewer than `m` models |
 //! | model merge | `err <= e·f` with more than one model, if one model fewer stays within `e` |
 //! | group merge | with the next group: both one model (or none), `err <= e·f`, `buf <= s·f`, together at most [`max_group_size`](crate::xindex::Config::max_group_size) keys, and one model over both within `e` |
 //! | compaction | `buf` holds more than the compaction limit ([`CompactionTrigger`]), or as many keys were appended since the models were trained (§3.5.2) |
 //!
-//! A pass that split or merged groups ends with a root update. The right half of a split and
-//! the result of a merge are not revisited in the same pass.
+//! A pass that split or merged groups ends with a root update. The pieces of a split and the
+//! result of a merge are not revisited in the same pass.
 //!
 //! Decisions on the digest's gaps (§9): the error metric is the mean of the models' largest
 //! errors, in positions (reference code); the group-merge buffer condition is the paper's
@@ -30,6 +31,7 @@ use crate::xindex::group::{Group, mean_error, train};
 use crate::xindex::index::{Inner, Restructurer};
 use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
+use crate::xindex::record;
 use crate::xindex::restructure::{Phase, Restructure};
 
 /// The most compactions a maintenance pass runs together, sharing their three grace periods:
@@ -61,6 +63,7 @@ impl<K: IndexKey> Inner<K> {
             let mut link = root.link(slot);
             let mut from_slot = true;
             while let Some(group) = restructurer.group_at(link) {
+                let after = group.next_ptr();
                 let mut change =
                     restructurer.decide(root_successor(&restructurer, slot, group), group, trigger);
                 let mut done = match change {
@@ -90,11 +93,14 @@ impl<K: IndexKey> Inner<K> {
                     .group_at(link)
                     .expect("changes replace a group, never unlink its link");
                 link = match (done, change) {
-                    // Skip the right half.
-                    (true, Some(Restructure::SplitGroup)) => current
-                        .next()
-                        .expect("a split links its right half")
-                        .next_link(),
+                    // Skip the other pieces.
+                    (true, Some(Restructure::SplitGroup)) => {
+                        let mut piece = current;
+                        while piece.next_ptr() != after {
+                            piece = piece.next().expect("a split links its pieces");
+                        }
+                        piece.next_link()
+                    }
                     _ => current.next_link(),
                 };
                 from_slot = false;
@@ -171,12 +177,53 @@ impl CompactionTrigger {
         }
     }
 
-    /// Whether `group` is due for a compaction.
+    /// Whether `group` is due for a compaction: by its delta index, its appended keys, or its
+    /// removed records, estimated from a sample ([`removed_estimate`]), once they number more
+    /// than the larger of `threshold` and a [`REMOVED_SHARE`] of its array.
+    ///
+    /// The removed records are not in Table 2: without them, a group whose keys are removed
+    /// and never replaced (the oldest keys of a time series) would keep its records forever
+    /// (README design notes, "Multi-way group split").
     fn due<K: IndexKey>(self, group: &Group<K>) -> bool {
+        self.buffered_due(group) || self.purge_due(group)
+    }
+
+    /// Whether `group`'s delta index or appended keys alone make it due.
+    fn buffered_due<K: IndexKey>(self, group: &Group<K>) -> bool {
         let proportional = group.keys().len().checked_div(self.ratio).unwrap_or(0);
         let limit = self.threshold.max(proportional);
         group.buf().len() > limit || group.appended() > limit
     }
+
+    /// Whether `group`'s removed records alone make it due.
+    fn purge_due<K: IndexKey>(self, group: &Group<K>) -> bool {
+        removed_estimate(group) > self.threshold.max(group.keys().len() / REMOVED_SHARE)
+    }
+}
+
+/// A group is compacted once more than one in this many of its array's records are removed.
+const REMOVED_SHARE: usize = 4;
+
+/// How many of a group's array records [`removed_estimate`] reads.
+const REMOVED_SAMPLE: usize = 64;
+
+/// How many of `group`'s array records are removed, estimated from up to [`REMOVED_SAMPLE`]
+/// of them, evenly spaced: a pass reads a few cache lines per group, not its whole array.
+fn removed_estimate<K: IndexKey>(group: &Group<K>) -> usize {
+    let cells = group.cells();
+    let step = (cells.len() / REMOVED_SAMPLE).max(1);
+    let (sampled, removed) =
+        cells
+            .iter()
+            .step_by(step)
+            .take(REMOVED_SAMPLE)
+            .fold((0, 0), |(sampled, removed), cell| {
+                (
+                    sampled + 1,
+                    removed + usize::from(record::read(cell).is_none()),
+                )
+            });
+    (removed * cells.len()).checked_div(sampled).unwrap_or(0)
 }
 
 /// Compactions of groups held by root slots, waiting to run together.
@@ -251,6 +298,10 @@ impl<K: IndexKey> Restructurer<'_, K> {
         if buffered > config.delta_threshold || (error > high && models >= config.max_models) {
             return Some(Restructure::SplitGroup);
         }
+        // Before any retraining, which would fit the removed records too.
+        if trigger.purge_due(group) {
+            return Some(Restructure::Compact);
+        }
         if error > high {
             return Some(Restructure::SplitModel);
         }
@@ -265,7 +316,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
         {
             return Some(Restructure::MergeGroup);
         }
-        trigger.due(group).then_some(Restructure::Compact)
+        // Its removed records were weighed above.
+        trigger.buffered_due(group).then_some(Restructure::Compact)
     }
 
     /// Whether two neighbouring groups satisfy Table 2's merge trigger and would make a group

@@ -19,6 +19,7 @@
 //! runs, and [`Restructure`] the change it asks for.
 
 use std::cmp::Ordering as KeyOrdering;
+use std::iter;
 
 use concurrency::RecordCell;
 
@@ -105,87 +106,114 @@ pub(crate) fn pointer_records<K: IndexKey>(groups: &[&Group<K>], spare: usize) -
         .sum();
     let mut records = Records::with_capacity(most + spare);
     for group in groups {
-        for_each_live(group, |key, cell| {
-            records.push(key, record::pointer_to(cell))
-        });
+        for (key, cell) in live_records(group) {
+            records.push(K::to_stored(key), record::pointer_to(cell));
+        }
     }
     records
 }
 
-/// The merge phase of a group split at `pivot` (above the group's first key): the pointer
-/// records of [`pointer_records`] written straight into the two halves, the keys below `pivot`
-/// and those from it on, each half with `config`'s spare slots for the left half's size.
+/// The merge phase of a group split at `pivots` (ascending, above the group's first key): the
+/// pointer records of [`pointer_records`] written straight into one array per piece, the keys
+/// below the first pivot, those from each pivot to the next, and those from the last one on,
+/// each array with `config`'s spare slots for its size.
 pub(crate) fn split_pointer_records<K: IndexKey>(
     group: &Group<K>,
-    pivot: &K::Query,
+    pivots: &[K],
     config: &Config,
-) -> (Records<K>, Records<K>) {
-    let array_below = group.keys().partition_point(|key| K::query(key) < pivot);
-    let delta_below = group
-        .buf()
+) -> Vec<Records<K>> {
+    // Each piece's array keys and delta entries, removed ones included: at least its records.
+    let mut sizes = vec![0; pivots.len() + 1];
+    let mut cut = 0;
+    for (size, pivot) in sizes.iter_mut().zip(pivots) {
+        let end = group
+            .keys()
+            .partition_point(|key| K::query(key) < pivot.borrow());
+        *size = end - cut;
+        cut = end;
+    }
+    sizes[pivots.len()] = group.keys().len() - cut;
+    let mut piece = Pieces::new(pivots);
+    for (key, _) in group.buf().iter() {
+        sizes[piece.of((*key).borrow())] += 1;
+    }
+    let mut pieces: Vec<Records<K>> = sizes
         .iter()
-        .take_while(|(key, _)| (*key).borrow() < pivot)
-        .count();
-    let below = array_below + delta_below;
-    let total = group.keys().len() + group.buf().len();
-    let spare = config.spare_for(below);
-    let mut left = Records::with_capacity(below + spare);
-    let mut right = Records::with_capacity(total - below + spare);
-    for_each_live(group, |key, cell| {
-        let half = if K::query(&key) < pivot {
-            &mut left
-        } else {
-            &mut right
-        };
-        half.push(key, record::pointer_to(cell));
-    });
-    (left, right)
+        .map(|&size| Records::with_capacity(size + config.spare_for(size)))
+        .collect();
+    let mut piece = Pieces::new(pivots);
+    for (key, cell) in live_records(group) {
+        pieces[piece.of(key)].push(K::to_stored(key), record::pointer_to(cell));
+    }
+    pieces
 }
 
-/// Calls `live` with each live record of `group`'s array and of its `buf` (frozen), in key
-/// order: the merge phase's walk.
-fn for_each_live<K: IndexKey>(group: &Group<K>, mut live: impl FnMut(K::Stored, &RecordCell)) {
-    let mut push = |key: K::Stored, cell: &RecordCell| {
-        debug_assert!(
-            !cell.read().0.is_ptr(),
-            "the previous copy phase left no pointer (pointer depth is 1)"
-        );
-        if record::read(cell).is_some() {
-            live(key, cell);
+/// The piece of a split that each key of an ascending sequence falls in.
+struct Pieces<'p, K> {
+    pivots: &'p [K],
+    current: usize,
+}
+
+impl<'p, K: IndexKey> Pieces<'p, K> {
+    fn new(pivots: &'p [K]) -> Self {
+        Self { pivots, current: 0 }
+    }
+
+    /// The piece of `key`, not below the previous key's.
+    fn of(&mut self, key: &K::Query) -> usize {
+        while self
+            .pivots
+            .get(self.current)
+            .is_some_and(|pivot| key >= pivot.borrow())
+        {
+            self.current += 1;
         }
-    };
+        self.current
+    }
+}
+
+/// The live records of `group`'s array and of its `buf`, in key order: the merge phase's walk.
+pub(crate) fn live_records<K: IndexKey>(
+    group: &Group<K>,
+) -> impl Iterator<Item = (&K::Query, &RecordCell)> {
+    merged_records(group).filter(|(_, cell)| record::read(cell).is_some())
+}
+
+/// The records of `group`'s array and of its `buf`, in key order, removed ones included, each
+/// key once: a key whose array record was removed and which was inserted again into `buf`
+/// comes with its live record (at most one of the two is live, I1), or with the delta's.
+pub(crate) fn merged_records<K: IndexKey>(
+    group: &Group<K>,
+) -> impl Iterator<Item = (&K::Query, &RecordCell)> {
     let mut array = group.keys().iter().zip(group.cells()).peekable();
     let mut delta = group.buf().iter().peekable();
-    loop {
+    iter::from_fn(move || {
         let order = match (array.peek(), delta.peek()) {
-            (None, None) => break,
+            (None, None) => return None,
             (Some(_), None) => KeyOrdering::Less,
             (None, Some(_)) => KeyOrdering::Greater,
             (Some((a, _)), Some((d, _))) => K::query(a).cmp((*d).borrow()),
         };
-        match order {
-            KeyOrdering::Less => {
-                let (key, cell) = array.next().expect("peeked");
-                push(key.clone(), cell);
-            }
-            KeyOrdering::Greater => {
-                let (key, cell) = delta.next().expect("peeked");
-                push(K::to_stored(key.borrow()), cell);
-            }
+        let (key, cell) = match order {
+            KeyOrdering::Less => array.next().map(|(key, cell)| (K::query(key), cell))?,
+            KeyOrdering::Greater => delta.next().map(|(key, cell)| (key.borrow(), cell))?,
             KeyOrdering::Equal => {
-                // A removed array record whose key was inserted again into `buf`: at most one
-                // of the two is live (I1), and that one is kept.
-                let (key, array_cell) = array.next().expect("peeked");
-                let (_, delta_cell) = delta.next().expect("peeked");
+                let (key, array_cell) = array.next()?;
+                let (_, delta_cell) = delta.next()?;
                 let live = if record::read(array_cell).is_some() {
                     array_cell
                 } else {
                     delta_cell
                 };
-                push(key.clone(), live);
+                (K::query(key), live)
             }
-        }
-    }
+        };
+        debug_assert!(
+            !cell.read().0.is_ptr(),
+            "the previous copy phase left no pointer (pointer depth is 1)"
+        );
+        Some((key, cell))
+    })
 }
 
 impl<K: IndexKey> Restructurer<'_, K> {
@@ -274,17 +302,34 @@ mod tests {
     }
 
     #[test]
-    fn a_split_merge_cuts_at_the_pivot_whatever_side_its_key_lives_on() {
+    fn a_split_merge_cuts_at_the_pivots_whatever_side_their_keys_live_on() {
         let group = group_with_removed_and_buffered();
         let config = Config::default();
-        // 50: a removed array key revived in the delta index; 55: a delta key only; 60 and 0:
-        // array keys, the first one cutting off nothing on the left.
-        for pivot in [0u64, 50, 55, 60, 95] {
-            let (left, right) = split_pointer_records(&group, &pivot, &config);
-            let all = pairs(&pointer_records(&[&group], 0));
-            let (below, above): (Vec<_>, Vec<_>) = all.into_iter().partition(|&(k, _)| k < pivot);
-            assert_eq!(pairs(&left), below, "pivot {pivot}");
-            assert_eq!(pairs(&right), above, "pivot {pivot}");
+        let all = pairs(&pointer_records(&[&group], 0));
+        // 50: a removed array key revived in the delta index; 55: a delta key only; 20: a
+        // removed array key; 60 and 0: array keys, the latter cutting off nothing.
+        for pivots in [
+            vec![0u64],
+            vec![50],
+            vec![55],
+            vec![60],
+            vec![95],
+            vec![20, 50, 55],
+            vec![0, 55, 60, 95],
+        ] {
+            let pieces = split_pointer_records(&group, &pivots, &config);
+            assert_eq!(pieces.len(), pivots.len() + 1, "pivots {pivots:?}");
+            let bounds: Vec<u64> = [0].into_iter().chain(pivots.iter().copied()).collect();
+            for (i, piece) in pieces.iter().enumerate() {
+                let expected: Vec<(u64, u64)> = all
+                    .iter()
+                    .copied()
+                    .filter(|&(key, _)| {
+                        key >= bounds[i] && bounds.get(i + 1).is_none_or(|&end| key < end)
+                    })
+                    .collect();
+                assert_eq!(pairs(piece), expected, "pivots {pivots:?}, piece {i}");
+            }
         }
     }
 }

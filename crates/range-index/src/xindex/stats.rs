@@ -47,17 +47,23 @@ impl<K: IndexKey> Pinned<'_, K> {
             ..Stats::default()
         };
         let mut error_sum = 0.0;
+        let mut previous = None;
         for group in root.groups() {
             stats.groups += 1;
             stats.models += group.models().len();
-            stats.records += group.keys().len();
             error_sum += group.mean_error() * group.models().len() as f64;
             let tmp = group.tmp_buf();
-            let delta = group.buf().len() + tmp.map_or(0, |t| t.len());
+            let mut delta = tmp.map_or(0, |t| t.len());
+            stats.bytes += tmp.map_or(0, |t| t.memory_bytes());
+            // The frozen views of a split in progress share one array and delta index.
+            if !previous.is_some_and(|previous| group.shares_records(previous)) {
+                stats.records += group.keys().len();
+                delta += group.buf().len();
+                stats.bytes += group.bytes() + group.buf().memory_bytes();
+            }
             stats.delta_keys += delta;
             stats.max_delta_keys = stats.max_delta_keys.max(delta);
-            stats.bytes +=
-                group.bytes() + group.buf().memory_bytes() + tmp.map_or(0, |t| t.memory_bytes());
+            previous = Some(group);
         }
         stats.mean_error = error_sum / stats.models.max(1) as f64;
         stats
