@@ -1,8 +1,8 @@
 //! What XIndex-R's maintenance passes make of workloads that Table 2 alone handles poorly
 //! (README design notes, "Multi-way group split"): a group far above `max_group_size` is cut
-//! into pieces in one pass, removed records are dropped once they are a quarter of a group,
-//! and a time series (keys inserted at the end, removed at the front) keeps its records and
-//! groups in proportion to its live keys.
+//! into pieces in one pass, removed records are dropped once they are most of a group, and a
+//! time series (keys inserted at the end, removed at the front) or a queue keeps its records
+//! and groups in proportion to its live keys.
 #![cfg(not(loom))]
 
 use range_index::OrderedIndex;
@@ -63,11 +63,11 @@ fn a_split_in_progress_counts_its_records_once() {
 }
 
 #[test]
-fn a_group_is_compacted_once_a_quarter_of_its_records_are_removed() {
+fn a_group_is_compacted_once_most_of_its_records_are_removed() {
     let pairs: Vec<(u64, u64)> = (0..8_000u64).map(|key| (key, key)).collect();
     let index = XIndex::bulk_load(&pairs, config(1_000)).expect("sorted pairs");
     let loaded = index.stats();
-    // One key in eight: below a quarter of every group, which keeps its records.
+    // One key in eight: below half of every group, which keeps its records.
     for key in (0..8_000u64).step_by(8) {
         assert_eq!(index.remove(&key), Some(key));
     }
@@ -127,4 +127,83 @@ fn a_time_series_keeps_its_records_near_its_live_keys() {
     let first = index.scan(&0, 1);
     assert_eq!(first, vec![(oldest * 7, oldest)]);
     assert!(index.stats().records <= WINDOW as usize + 1_000);
+}
+
+/// The sample of removed records spans the whole array: a group of 120 records whose last 70
+/// are removed is compacted, one whose first 40 are removed is not.
+#[test]
+fn the_removed_records_are_sampled_across_the_whole_array() {
+    let pairs: Vec<(u64, u64)> = (0..120u64).map(|key| (key, key)).collect();
+    for (removed, compacted) in [(50..120u64, true), (0..40, false)] {
+        let index = XIndex::bulk_load(&pairs, config(1_000)).expect("sorted pairs");
+        assert_eq!(index.stats().groups, 1);
+        for key in removed.clone() {
+            assert_eq!(index.remove(&key), Some(key));
+        }
+        index.maintenance_step();
+        let stats = index.stats();
+        assert_eq!(stats.compactions == 1, compacted, "{removed:?}: {stats:?}");
+        let live = 120 - (removed.end - removed.start) as usize;
+        assert_eq!(stats.records == live, compacted, "{removed:?}: {stats:?}");
+    }
+}
+
+/// A queue: each step inserts 5,000 keys above the others and removes all but the newest 100
+/// before the pass. The pieces of a split are cut by the live keys, so the pass does not make
+/// empty groups that the next one merges back.
+#[test]
+fn a_queue_is_not_cut_into_empty_pieces() {
+    let index = XIndex::<u64>::new(config(1_000)).expect("valid config");
+    let (mut next, mut oldest) = (0u64, 0u64);
+    for step in 0..30 {
+        for _ in 0..5_000 {
+            index.insert(next, next);
+            next += 1;
+        }
+        while next - oldest > 100 {
+            assert_eq!(index.remove(&oldest), Some(oldest));
+            oldest += 1;
+        }
+        index.maintenance_step();
+        let stats = index.stats();
+        assert!(stats.groups <= 3, "step {step}: {stats:?}");
+        assert!(stats.group_merges <= step + 1, "step {step}: {stats:?}");
+    }
+    index.quiesce();
+    index.validate();
+    assert_eq!(index.len(), 100);
+}
+
+/// With sequential inserts, ascending keys are appended to the last group's array (into its
+/// spare slots: as many as it holds keys, at least 64), never buffered: the array's size alone
+/// makes the pass split it.
+#[test]
+fn an_array_above_max_group_size_is_split() {
+    let config = Config {
+        sequential_inserts: true,
+        ..config(1_000)
+    };
+    let index = XIndex::<u64>::new(config).expect("valid config");
+    index.insert(0, 0);
+    // The compaction that merges the first key lets the next ones be appended.
+    index.quiesce();
+    let mut next = 1u64;
+    for _ in 0..8 {
+        let stats = index.stats();
+        for _ in 0..stats.records.max(64) {
+            index.insert(next * 3, next);
+            next += 1;
+        }
+        if stats.groups == 1 {
+            assert_eq!(index.stats().delta_keys, 0, "appended");
+        }
+        index.maintenance_step();
+    }
+    index.quiesce();
+    let stats = index.stats();
+    assert!(stats.records > 4_000, "{stats:?}");
+    assert!(stats.groups >= stats.records / 1_000, "{stats:?}");
+    assert_eq!(stats.delta_keys, 0, "{stats:?}");
+    index.validate();
+    assert!((0..next).all(|key| index.get(&(key * 3)) == Some(key)));
 }

@@ -38,15 +38,17 @@ pub struct Config {
     pub background_threads: usize,
     /// A group is compacted when its delta index holds more than this many keys (8, the
     /// reference code's `buffer_compact_threshold`) and more than its share set by
-    /// `compaction_ratio`; 0 and 0 compact any non-empty delta.
+    /// `compaction_ratio`; 0 and 0 compact any non-empty delta. It is also compacted when more
+    /// than this many of its array's records, and more than half of them, are removed.
     pub compaction_threshold: usize,
     /// A group is compacted only once its delta index holds more than `1/compaction_ratio` of
     /// its array's keys (64; 0: no such condition): a compaction copies the whole array, so
     /// this bounds the records copied per buffered key (README design notes, "Compaction
     /// trigger").
     pub compaction_ratio: usize,
-    /// The most keys one group holds after a bulk load, and the most two groups may hold
-    /// together to be merged (65,536).
+    /// The most keys one group holds after a bulk load, the most two groups may hold together
+    /// to be merged, and the most each piece of a split holds: a group holding more is split
+    /// into as many pieces as it takes, up to 64 in one pass (65,536).
     pub max_group_size: usize,
     /// `et`: the largest mean model error of a group of string keys built by greedy grouping
     /// (50, the paper's value for random strings).

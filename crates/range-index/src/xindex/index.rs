@@ -287,7 +287,8 @@ impl<K: IndexKey> XIndex<K> {
     /// period when [`Config::background_threads`] is `parts`: every group of the root slots
     /// `s` with `s % parts == part` whose delta index holds more keys than
     /// [`Config::compaction_threshold`] and [`Config::compaction_ratio`] allow is merged into
-    /// its array. Several threads calling it with different `part`s of one `parts` compact at
+    /// its array, and so is every group of theirs whose array records are mostly removed.
+    /// Several threads calling it with different `part`s of one `parts` compact at
     /// the same time, so an index run with `background_threads: 0` can do its compactions on
     /// threads of its user's own; a call for a share that is being compacted, or for another
     /// `parts`, waits for the passes running (so does any call while the background threads

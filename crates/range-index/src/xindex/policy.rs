@@ -6,8 +6,8 @@
 //!
 //! | change | trigger |
 //! |---|---|
-//! | group split | `buf` holds more than `s` keys, or `err > e` with `m` models (in two, or in pieces of at most [`max_group_size`](crate::xindex::Config::max_group_size) keys: `split`) |
-//! | compaction, for removed records | a sample says more than a quarter of the array's records are removed (not in Table 2) |
+//! | group split | `buf` holds more than `s` keys, or `err > e` with `m` models, or (not in Table 2) the array holds more than [`max_group_size`](crate::xindex::Config::max_group_size) keys; in two, or in pieces of at most `max_group_size` live keys (`split`) |
+//! | compaction, for removed records | a sample says more than half of the array's records are removed (not in Table 2) |
 //! | model split | `err > e` with fewer than `m` models |
 //! | model merge | `err <= e·f` with more than one model, if one model fewer stays within `e` |
 //! | group merge | with the next group: both one model (or none), `err <= e·f`, `buf <= s·f`, together at most [`max_group_size`](crate::xindex::Config::max_group_size) keys, and one model over both within `e` |
@@ -21,7 +21,7 @@
 //! `s·f`; model and group merges are checked against a trial fit, so a merge never produces
 //! a group that the next pass would split again. Every condition reads a group that no one
 //! else restructures (the pass holds the restructure lock), so its figures are stable except
-//! `buf`'s size, which only grows.
+//! `buf`'s size, which only grows, and which of its records are removed.
 
 use concurrency::Share;
 use concurrency::sync::atomic::AtomicPtr;
@@ -49,7 +49,7 @@ impl<K: IndexKey> Inner<K> {
     /// [`COMPACTION_BATCH`], run together ([`Restructurer::compact_all`]) when it is full,
     /// before any other change, and at the end of the pass. A deferred group keeps its link:
     /// a later change touches only groups after it, and the root update runs after the last
-    /// batch. A group linked from another's `next` (the right half of a split the root does
+    /// batch. A group linked from another's `next` (a later piece of a split the root does
     /// not index yet), or that has a `next`, is compacted at once.
     ///
     /// [`compaction_pass`]: Self::compaction_pass
@@ -114,8 +114,8 @@ impl<K: IndexKey> Inner<K> {
     }
 
     /// One compaction pass over `share` of the root slots (digest §3.13: each background thread
-    /// owns a disjoint set of groups): every group of those slots' chains whose delta index or
-    /// appended keys call for it (`trigger`) is compacted, batched as in
+    /// owns a disjoint set of groups): every group of those slots' chains whose delta index,
+    /// appended keys or removed records call for it (`trigger`) is compacted, batched as in
     /// [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
     /// restructure lock, so the passes of the split's other shares run at the same time (a pass
     /// of the same share, or of another split, waits); it makes no other change (splits,
@@ -202,7 +202,7 @@ impl CompactionTrigger {
 }
 
 /// A group is compacted once more than one in this many of its array's records are removed.
-const REMOVED_SHARE: usize = 4;
+const REMOVED_SHARE: usize = 2;
 
 /// How many of a group's array records [`removed_estimate`] reads.
 const REMOVED_SAMPLE: usize = 64;
@@ -211,19 +211,12 @@ const REMOVED_SAMPLE: usize = 64;
 /// of them, evenly spaced: a pass reads a few cache lines per group, not its whole array.
 fn removed_estimate<K: IndexKey>(group: &Group<K>) -> usize {
     let cells = group.cells();
-    let step = (cells.len() / REMOVED_SAMPLE).max(1);
-    let (sampled, removed) =
-        cells
-            .iter()
-            .step_by(step)
-            .take(REMOVED_SAMPLE)
-            .fold((0, 0), |(sampled, removed), cell| {
-                (
-                    sampled + 1,
-                    removed + usize::from(record::read(cell).is_none()),
-                )
-            });
-    (removed * cells.len()).checked_div(sampled).unwrap_or(0)
+    let len = cells.len();
+    let sampled = len.min(REMOVED_SAMPLE);
+    let removed = (0..sampled)
+        .filter(|i| record::read(&cells[i * len / sampled]).is_none())
+        .count();
+    (removed * len).checked_div(sampled).unwrap_or(0)
 }
 
 /// Compactions of groups held by root slots, waiting to run together.
@@ -295,7 +288,10 @@ impl<K: IndexKey> Restructurer<'_, K> {
         );
         let (error, models) = (group.mean_error(), group.models().len());
         let buffered = group.buf().len();
-        if buffered > config.delta_threshold || (error > high && models >= config.max_models) {
+        if buffered > config.delta_threshold
+            || (error > high && models >= config.max_models)
+            || group.keys().len() > config.max_group_size
+        {
             return Some(Restructure::SplitGroup);
         }
         // Before any retraining, which would fit the removed records too.

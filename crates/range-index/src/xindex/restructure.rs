@@ -8,7 +8,7 @@
 //!
 //! - compaction (`compaction`): the delta index merged into a new array, in two phases;
 //! - model split and merge (`retrain`): a new node sharing the records, with other models;
-//! - group split (`split`): Algorithm 4, a logical split, then compaction into two groups;
+//! - group split (`split`): Algorithm 4, a logical split, then compaction into the pieces;
 //! - group merge (`merge`): two neighbours compacted into one;
 //! - root update (`root_update`): a new root over every group, chains flattened.
 //!
@@ -37,7 +37,7 @@ use crate::xindex::record;
 /// (their one barrier is the reclamation barrier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
-    /// The delta indexes involved are frozen (for a group split: the two frozen views are
+    /// The delta indexes involved are frozen (for a group split: the frozen views are
     /// published); barrier B1 has not run.
     Frozen,
     /// B1 has passed and the `tmp_buf`s are published; the merge has not started.
@@ -74,7 +74,7 @@ pub enum Restructure {
     SplitModel,
     /// The group retrained with one model fewer (model merge, §3.3).
     MergeModel,
-    /// The group split in two (Algorithm 4).
+    /// The group split in two (Algorithm 4), or in pieces of at most `max_group_size` keys.
     SplitGroup,
     /// The group merged with the group that follows it (§3.3).
     MergeGroup,
@@ -113,7 +113,7 @@ pub(crate) fn pointer_records<K: IndexKey>(groups: &[&Group<K>], spare: usize) -
     records
 }
 
-/// The merge phase of a group split at `pivots` (ascending, above the group's first key): the
+/// The merge phase of a group split at `pivots` (ascending, above the group's pivot): the
 /// pointer records of [`pointer_records`] written straight into one array per piece, the keys
 /// below the first pivot, those from each pivot to the next, and those from the last one on,
 /// each array with `config`'s spare slots for its size.
@@ -182,9 +182,7 @@ pub(crate) fn live_records<K: IndexKey>(
 /// The records of `group`'s array and of its `buf`, in key order, removed ones included, each
 /// key once: a key whose array record was removed and which was inserted again into `buf`
 /// comes with its live record (at most one of the two is live, I1), or with the delta's.
-pub(crate) fn merged_records<K: IndexKey>(
-    group: &Group<K>,
-) -> impl Iterator<Item = (&K::Query, &RecordCell)> {
+fn merged_records<K: IndexKey>(group: &Group<K>) -> impl Iterator<Item = (&K::Query, &RecordCell)> {
     let mut array = group.keys().iter().zip(group.cells()).peekable();
     let mut delta = group.buf().iter().peekable();
     iter::from_fn(move || {

@@ -15,17 +15,17 @@
 //! The pieces after the first are reachable through `next` until the next root update indexes
 //! them.
 //!
-//! Algorithm 4 splits in two. A group holding more keys than
+//! Algorithm 4 splits in two. A group holding more live keys than
 //! [`max_group_size`](crate::xindex::Config::max_group_size) is cut into as many pieces of at
 //! most that size (up to [`MAX_PIECES`]): keys inserted in ascending order (a time series)
 //! all land in the last group's delta index, which a policy making one change per group and
 //! pass would only halve once a second (README design notes, "Multi-way group split").
 //!
 //! Decision on the digest's flaw (§3.10, "pivot of a small array"): the split pivots cut the
-//! group's keys (array and delta together) into pieces of equal size, each moved up to the
-//! first key above the group's pivot, and the previous split pivot, when needed (the first
-//! group may hold keys below its pivot); a group with no such key is not split. So every piece
-//! is a non-empty range and pivots stay strictly increasing along the chain.
+//! group's live keys (array and delta together) into pieces of equal size, each moved up to
+//! the first live key above the group's pivot and the previous split pivot when needed; a
+//! group with no such key is not split. So every piece is a non-empty range and pivots stay
+//! strictly increasing along the chain.
 
 use std::iter;
 use std::sync::Arc;
@@ -36,7 +36,7 @@ use crate::xindex::delta::DeltaIndex;
 use crate::xindex::group::{Group, train};
 use crate::xindex::index::Restructurer;
 use crate::xindex::key::IndexKey;
-use crate::xindex::restructure::{Phase, Restructure, merged_records, split_pointer_records};
+use crate::xindex::restructure::{Phase, Restructure, live_records, split_pointer_records};
 
 /// The most pieces one split makes: until the root update at the end of the pass, a lookup
 /// walks the pieces' `next` links one by one.
@@ -44,7 +44,7 @@ pub(crate) const MAX_PIECES: usize = 64;
 
 impl<K: IndexKey> Restructurer<'_, K> {
     /// Splits the group held by `link` into pieces, calling `hook` at every phase boundary;
-    /// false (and nothing done) when the group has no key above its pivot to split at.
+    /// false (and nothing done) when the group has no live key above its pivot to split at.
     pub(crate) fn split_group(
         &self,
         link: &AtomicPtr<Group<K>>,
@@ -126,20 +126,23 @@ impl<K: IndexKey> Restructurer<'_, K> {
     }
 }
 
-/// The pivots at which to split `group`: its keys (array and delta, removed ones included, as
-/// Algorithm 4's median) cut into two pieces, or into as many pieces of at most
-/// `max_group_size` keys (up to [`MAX_PIECES`]), each pivot moved up to the first key above the
-/// group's pivot and the previous split pivot when needed; empty when there is no such key.
+/// The pivots at which to split `group`: its live keys (array and delta) cut into two
+/// pieces, or into as many pieces of at most `max_group_size` keys (up to [`MAX_PIECES`]), each
+/// pivot moved up to the first live key above the group's pivot (which its first key may equal)
+/// and above the previous split pivot when needed; empty when there is no such key.
+///
+/// Removed records are not counted: a group whose buffered keys were mostly removed again (a
+/// queue) would otherwise be cut into pieces that the next pass merges back.
 fn split_pivots<K: IndexKey>(group: &Group<K>, max_group_size: usize) -> Vec<K> {
-    let keys = group.keys().len() + group.buf().len();
-    let pieces = keys.div_ceil(max_group_size).clamp(2, MAX_PIECES);
+    let live = live_records(group).count();
+    let pieces = live.div_ceil(max_group_size).clamp(2, MAX_PIECES);
     let mut pivots = Vec::with_capacity(pieces - 1);
     let mut above = group.pivot().borrow();
-    for (rank, (key, _)) in merged_records(group).enumerate() {
+    for (rank, (key, _)) in live_records(group).enumerate() {
         if pivots.len() == pieces - 1 {
             break;
         }
-        if rank >= (pivots.len() + 1) * keys / pieces && key > above {
+        if rank >= (pivots.len() + 1) * live / pieces && key > above {
             pivots.push(K::from_query(key));
             above = key;
         }

@@ -55,7 +55,8 @@ impl<K: IndexKey> Pinned<'_, K> {
             let tmp = group.tmp_buf();
             let mut delta = tmp.map_or(0, |t| t.len());
             stats.bytes += tmp.map_or(0, |t| t.memory_bytes());
-            // The frozen views of a split in progress share one array and delta index.
+            // The frozen views of a split in progress share one array and delta index, counted
+            // once; each view counts as a group, with its copy of the old models.
             if !previous.is_some_and(|previous| group.shares_records(previous)) {
                 stats.records += group.keys().len();
                 delta += group.buf().len();
