@@ -48,7 +48,7 @@ pub struct Config {
     pub compaction_ratio: usize,
     /// The most keys one group holds after a bulk load, the most two groups may hold together
     /// to be merged, and the most each piece of a split holds: a group holding more is split
-    /// into as many pieces as it takes, up to 64 in one pass (65,536).
+    /// into as many pieces as it takes, up to 16 in one pass (65,536).
     pub max_group_size: usize,
     /// `et`: the largest mean model error of a group of string keys built by greedy grouping
     /// (50, the paper's value for random strings).

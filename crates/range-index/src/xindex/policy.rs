@@ -177,25 +177,27 @@ impl CompactionTrigger {
         }
     }
 
-    /// Whether `group` is due for a compaction: by its delta index, its appended keys, or its
-    /// removed records, estimated from a sample ([`removed_estimate`]), once they number more
-    /// than the larger of `threshold` and a [`REMOVED_SHARE`] of its array.
-    ///
-    /// The removed records are not in Table 2: without them, a group whose keys are removed
-    /// and never replaced (the oldest keys of a time series) would keep its records forever
-    /// (README design notes, "Multi-way group split").
+    /// Whether `group` is due for a compaction: for its delta index or appended keys
+    /// ([`buffered_due`](Self::buffered_due)), or for its removed records
+    /// ([`purge_due`](Self::purge_due)).
     fn due<K: IndexKey>(self, group: &Group<K>) -> bool {
         self.buffered_due(group) || self.purge_due(group)
     }
 
-    /// Whether `group`'s delta index or appended keys alone make it due.
+    /// Whether `group`'s delta index or its keys appended since the models were trained
+    /// number more than the larger of `threshold` and `1/ratio` of its array.
     fn buffered_due<K: IndexKey>(self, group: &Group<K>) -> bool {
         let proportional = group.keys().len().checked_div(self.ratio).unwrap_or(0);
         let limit = self.threshold.max(proportional);
         group.buf().len() > limit || group.appended() > limit
     }
 
-    /// Whether `group`'s removed records alone make it due.
+    /// Whether more than the larger of `threshold` and `1/`[`REMOVED_SHARE`] of `group`'s
+    /// array records are removed, as a sample estimates ([`removed_estimate`]).
+    ///
+    /// Not in Table 2: without it, a group whose keys are removed and never replaced (the
+    /// oldest keys of a time series) would keep its records forever (README design notes,
+    /// "Multi-way group split").
     fn purge_due<K: IndexKey>(self, group: &Group<K>) -> bool {
         removed_estimate(group) > self.threshold.max(group.keys().len() / REMOVED_SHARE)
     }

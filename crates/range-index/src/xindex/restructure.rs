@@ -74,7 +74,7 @@ pub enum Restructure {
     SplitModel,
     /// The group retrained with one model fewer (model merge, §3.3).
     MergeModel,
-    /// The group split in two (Algorithm 4), or in pieces of at most `max_group_size` keys.
+    /// The group split in two (Algorithm 4), or in pieces of at most `max_group_size` live keys.
     SplitGroup,
     /// The group merged with the group that follows it (§3.3).
     MergeGroup,

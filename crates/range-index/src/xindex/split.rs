@@ -40,7 +40,7 @@ use crate::xindex::restructure::{Phase, Restructure, live_records, split_pointer
 
 /// The most pieces one split makes: until the root update at the end of the pass, a lookup
 /// walks the pieces' `next` links one by one.
-pub(crate) const MAX_PIECES: usize = 64;
+pub(crate) const MAX_PIECES: usize = 16;
 
 impl<K: IndexKey> Restructurer<'_, K> {
     /// Splits the group held by `link` into pieces, calling `hook` at every phase boundary;
