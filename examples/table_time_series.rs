@@ -10,25 +10,9 @@
 //! 1000000 and 60).
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
 
 use learnkv::{Db, IndexStats};
-
-/// The process's resident memory in MiB (0 where `/proc` is missing).
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
+use test_support::{calls_per_second, median, resident_mib};
 
 /// The `i`th key: ascending in `i`, with a suffix drawn from `state` (xorshift).
 fn key(i: u64, state: &mut u64) -> Vec<u8> {
@@ -44,12 +28,6 @@ fn key(i: u64, state: &mut u64) -> Vec<u8> {
         key.push(b'a' + (next() % 26) as u8);
     }
     key
-}
-
-/// The median of `values`.
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -73,30 +51,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut samples: Vec<[f64; 6]> = Vec::with_capacity(seconds);
     let mut next = window;
     for second in 1..=seconds {
-        let start = Instant::now();
-        let mut pairs = 0u64;
-        while start.elapsed() < Duration::from_secs(1) {
-            for _ in 0..1_000 {
-                let oldest = live.pop_front().expect("a full window");
-                table.remove(&oldest)?.ok_or("a live key was missing")?;
-                let new = key(next, &mut state);
-                table.insert(&new, value)?;
-                live.push_back(new);
-                next += 1;
-            }
-            pairs += 1_000;
-        }
+        let pairs_per_s = calls_per_second(|| -> Result<(), Box<dyn std::error::Error>> {
+            let oldest = live.pop_front().expect("a full window");
+            table.remove(&oldest)?.ok_or("a live key was missing")?;
+            let new = key(next, &mut state);
+            table.insert(&new, value)?;
+            live.push_back(new);
+            next += 1;
+            Ok(())
+        })?;
         let stats = db.stats();
         let IndexStats::Ordered(index) = &stats.tables[0].index else {
             return Err("an ordered table has an ordered index".into());
         };
         let sample = [
-            pairs as f64 / start.elapsed().as_secs_f64(),
+            pairs_per_s,
             stats.memory_bytes as f64 / (1 << 20) as f64,
             (index.records + index.delta_keys) as f64 / window as f64,
             index.groups as f64,
             index.mean_error,
-            rss_mib(),
+            resident_mib(),
         ];
         println!(
             "{second:>6} {:>9.0} {:>10.1} {:>12.2} {:>7} {:>9.1} {:>8.1}",

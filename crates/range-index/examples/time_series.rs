@@ -12,11 +12,12 @@
 //! [u64|bytes]` (defaults 1000000, 60 and u64).
 
 use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::error::Error;
-use std::time::{Duration, Instant};
 
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, IndexKey, XIndex};
+use test_support::{calls_per_second, median, resident_mib};
 
 /// One second's figures.
 struct Sample {
@@ -42,22 +43,6 @@ impl Sample {
     }
 }
 
-/// The process's resident memory in MiB (0 where `/proc` is missing).
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
 /// Slides a window of `window` keys made by `key(i)` for `seconds`, printing each second.
 fn slide<K: IndexKey>(window: u64, seconds: usize, key: impl Fn(u64) -> K) -> Vec<Sample> {
     let index = XIndex::<K>::new(Config::default()).expect("the default configuration");
@@ -71,38 +56,28 @@ fn slide<K: IndexKey>(window: u64, seconds: usize, key: impl Fn(u64) -> K) -> Ve
     let mut samples = Vec::with_capacity(seconds);
     let mut next = window;
     for second in 1..=seconds {
-        let start = Instant::now();
-        let mut pairs = 0u64;
-        while start.elapsed() < Duration::from_secs(1) {
-            for _ in 0..1_000 {
-                let oldest = live.pop_front().expect("a full window");
-                assert!(index.remove(oldest.borrow()).is_some(), "a live key");
-                let new = key(next);
-                index.insert(new.clone(), next);
-                live.push_back(new);
-                next += 1;
-            }
-            pairs += 1_000;
-        }
+        let Ok(pairs_per_s) = calls_per_second(|| {
+            let oldest = live.pop_front().expect("a full window");
+            assert!(index.remove(oldest.borrow()).is_some(), "a live key");
+            let new = key(next);
+            index.insert(new.clone(), next);
+            live.push_back(new);
+            next += 1;
+            Ok::<(), Infallible>(())
+        });
         let stats = index.stats();
         let sample = Sample {
-            pairs_per_s: pairs as f64 / start.elapsed().as_secs_f64(),
+            pairs_per_s,
             records_per_key: (stats.records + stats.delta_keys) as f64 / window as f64,
             groups: stats.groups,
             mean_error: stats.mean_error,
             index_mib: stats.bytes as f64 / (1 << 20) as f64,
-            rss_mib: rss_mib(),
+            rss_mib: resident_mib(),
         };
         sample.print(second);
         samples.push(sample);
     }
     samples
-}
-
-/// The median of `values`.
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() -> Result<(), Box<dyn Error>> {

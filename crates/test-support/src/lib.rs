@@ -3,11 +3,52 @@
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
 //! explains every result. Under `--cfg loom`, `loom_model` runs the crates' loom models with
-//! the workspace's preemption bound. [`TempDir`] gives the file-based tests a fresh directory.
+//! the workspace's preemption bound. [`TempDir`] gives the file-based tests a fresh directory;
+//! [`calls_per_second`], [`resident_mib`] and [`median`] serve the examples that measure.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Runs `op` over and over for about one second, reading the clock after every 1,000 calls;
+/// returns how many times a second it ran, or its first error.
+pub fn calls_per_second<E>(mut op: impl FnMut() -> Result<(), E>) -> Result<f64, E> {
+    let start = std::time::Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < std::time::Duration::from_secs(1) {
+        for _ in 0..1_000 {
+            op()?;
+        }
+        calls += 1_000;
+    }
+    Ok(calls as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The process's resident memory in MiB (0 where `/proc/self/status` cannot be read).
+pub fn resident_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// The median of `values`: the upper middle one of an even count.
+///
+/// # Panics
+///
+/// If `values` is empty.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
 
 /// A fresh, empty directory under the system's temporary directory, removed on drop.
 #[derive(Debug)]
@@ -181,6 +222,20 @@ fn search(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_value() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0);
+    }
+
+    #[test]
+    fn the_resident_memory_is_read_on_linux() {
+        let mib = resident_mib();
+        if cfg!(target_os = "linux") {
+            assert!(mib > 0.0 && mib < 1_000_000.0, "{mib}");
+        }
+    }
 
     fn op(invoke: u64, response: u64, kind: Kind, result: Option<u64>) -> Event {
         Event {
