@@ -5,8 +5,8 @@
 //! the index holds per live key, its groups, its models' mean error, its own estimate of its
 //! bytes and the process's resident memory; at the end, the medians of the second half.
 //!
-//! Keys are `u64`s with random gaps, or (`bytes`) strings `ts/` + 16 hex digits: their
-//! models' errors are far larger, since the hex digits skip from `9` to `a`.
+//! Keys are `u64`s at uneven gaps (1 to 1,999), or (`bytes`) strings `ts/` + 16 hex digits,
+//! whose models' errors are far larger, since the hex digits skip from `9` to `a`.
 //!
 //! Run: `cargo run --release -p range-index --example time_series -- [WINDOW] [SECONDS]
 //! [u64|bytes]` (defaults 1000000, 60 and u64).
@@ -88,7 +88,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     if window == 0 || seconds == 0 {
         return Err("WINDOW and SECONDS must be at least 1".into());
     }
-    // Gaps of 1 to 1,000 from a fixed xorshift sequence: ascending, not evenly spaced.
+    // Key `i` sits at `i * 1_001` plus 1 to 1,000 from a fixed xorshift sequence: ascending,
+    // not evenly spaced.
     let gap = |i: u64| {
         let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         x ^= x << 13;
