@@ -8,6 +8,7 @@
 //! layout (§3.4.1), so partial keys are per model and therefore per group.
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::fmt::Debug;
 use std::ops::Range;
 
@@ -96,6 +97,15 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
 
     /// The hint of `query`, monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
     fn hint(query: &Self::Query) -> Self::Hint;
+
+    /// The length of the prefix that `first` and `last` share, past which the root takes its
+    /// pivots' hints (`0` for keys without hints). Keys between the two share it too.
+    fn shared_prefix_len(first: &Self, last: &Self) -> usize;
+
+    /// Where `query` stands against the keys that share the first `skip` bytes of `pivot`:
+    /// among them, with the hint of its bytes past that prefix (monotone among such keys), or
+    /// below (`Err(Less)`) or above (`Err(Greater)`) them all.
+    fn hint_past(query: &Self::Query, pivot: &Self, skip: usize) -> Result<Self::Hint, Ordering>;
 
     /// `model`'s prediction for `query`, whose hint the caller has computed.
     fn predict(model: &Self::Model, query: &Self::Query, hint: Self::Hint) -> usize;
@@ -228,6 +238,15 @@ impl IndexKey for u64 {
     #[inline]
     fn hint(_: &u64) {}
 
+    fn shared_prefix_len(_: &u64, _: &u64) -> usize {
+        0
+    }
+
+    #[inline]
+    fn hint_past(_: &u64, _: &u64, _: usize) -> Result<(), Ordering> {
+        Ok(())
+    }
+
     #[inline]
     fn predict(model: &LinearModel, query: &u64, (): ()) -> usize {
         model.predict(query)
@@ -326,6 +345,21 @@ impl IndexKey for Vec<u8> {
     #[inline]
     fn hint(query: &[u8]) -> u64 {
         prefix_word(query)
+    }
+
+    fn shared_prefix_len(first: &Self, last: &Self) -> usize {
+        first.iter().zip(last).take_while(|(a, b)| a == b).count()
+    }
+
+    /// The [`prefix_word`] of the bytes past the shared prefix: among keys that share it,
+    /// those bytes order the keys as the whole keys do.
+    #[inline]
+    fn hint_past(query: &[u8], pivot: &Self, skip: usize) -> Result<u64, Ordering> {
+        let prefix = &pivot[..skip];
+        match query.strip_prefix(prefix) {
+            Some(rest) => Ok(prefix_word(rest)),
+            None => Err(query.cmp(prefix)),
+        }
     }
 
     /// Through the hint, which is the key's [`prefix_word`]: a model's prefix of up to eight
@@ -443,6 +477,64 @@ mod tests {
                 .collect();
             assert_eq!(stored, index.scan(key, 5), "scan_stored from {key:?}");
         }
+    }
+
+    #[test]
+    fn a_root_over_pivots_sharing_a_long_prefix_routes_every_key() {
+        use std::collections::BTreeMap;
+
+        use crate::OrderedIndex;
+        use crate::xindex::XIndex;
+        // Every pivot shares `ts/00000000`, eleven bytes: the root's hints start past them.
+        let key = |i: u64| format!("ts/{i:016x}").into_bytes();
+        let pairs: Vec<(Vec<u8>, u64)> = (0..20_000u64).map(|i| (key(i * 3), i)).collect();
+        let config = Config {
+            max_group_size: 256,
+            background_threads: 0,
+            ..Config::default()
+        };
+        let index = XIndex::bulk_load(&pairs, config).expect("sorted, unique keys");
+        let mut model: BTreeMap<Vec<u8>, u64> = pairs.iter().cloned().collect();
+        assert!(index.stats().groups > 50, "{:?}", index.stats());
+        // Below the shared prefix (its proper prefixes, a smaller byte), above it, and keys
+        // sharing it that lie between, below and above the loaded ones.
+        let probes: Vec<Vec<u8>> = [&b""[..], b"a", b"ts", b"ts/0000000", b"ts/00000000"]
+            .iter()
+            .map(|k| k.to_vec())
+            .chain([b"ts/1".to_vec(), b"ts/00000001".to_vec(), b"z".to_vec()])
+            .chain((0..61_000u64).step_by(97).map(key))
+            .collect();
+        let check = |index: &XIndex<Vec<u8>>, model: &BTreeMap<Vec<u8>, u64>| {
+            for probe in &probes {
+                assert_eq!(index.get(probe), model.get(probe).copied(), "{probe:?}");
+                let expected: Vec<(Vec<u8>, u64)> = model
+                    .range(probe.clone()..)
+                    .take(3)
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect();
+                assert_eq!(index.scan(probe, 3), expected, "from {probe:?}");
+            }
+        };
+        check(&index, &model);
+        // Keys outside the prefix join the first and the last group; once the passes have
+        // split those and updated the root, its pivots share a shorter prefix or none.
+        for (i, probe) in probes.iter().enumerate() {
+            index.insert(probe.clone(), i as u64);
+            model.insert(probe.clone(), i as u64);
+        }
+        for i in 0..2_000u64 {
+            let low = format!("a{i:06}").into_bytes();
+            let high = format!("ts/1{i:06}").into_bytes();
+            index.insert(low.clone(), i);
+            index.insert(high.clone(), i);
+            model.insert(low, i);
+            model.insert(high, i);
+        }
+        check(&index, &model);
+        index.quiesce();
+        index.validate();
+        check(&index, &model);
+        assert_eq!(index.scan(b"", usize::MAX).len(), model.len());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! `AtomicPtr` and, like groups, is only dereferenced under protection (see
 //! [`group`](crate::xindex::group)'s module comment).
 
+use std::cmp::Ordering as KeyOrder;
 use std::mem::size_of;
 use std::ops::Bound;
 
@@ -26,7 +27,12 @@ const SLOT_PREFETCH_RADIUS: usize = 12;
 /// The root of XIndex-R.
 pub(crate) struct Root<K: IndexKey> {
     pivots: Box<[K]>,
-    /// The pivots' hints ([`IndexKey::Hint`]), searched before the pivots themselves.
+    /// The length of the prefix every pivot after the first shares (`pivots[0]` is the
+    /// smallest key, below them all): their hints are taken past it, so that pivots sharing
+    /// long prefixes (`ts/000000…`) still differ in their hints.
+    hint_skip: usize,
+    /// The hints ([`IndexKey::hint_past`] the shared prefix) of `pivots[1..]`, searched before
+    /// the pivots themselves.
     hints: Box<[K::Hint]>,
     slots: Box<[AtomicPtr<Group<K>>]>,
     /// The model over `pivots[1..]` (none with one group): the first group's pivot is the
@@ -50,12 +56,23 @@ impl<K: IndexKey> Root<K> {
             // the protection under which they were reached or built.
             .map(|&group| unsafe { &*group }.pivot().clone())
             .collect();
-        let hints = pivots.iter().map(|pivot| K::hint(pivot.borrow())).collect();
+        let hint_skip = match &pivots[1..] {
+            [first, .., last] => K::shared_prefix_len(first, last),
+            _ => 0,
+        };
+        let hints = pivots[1..]
+            .iter()
+            .map(|pivot| {
+                K::hint_past(pivot.borrow(), &pivots[1], hint_skip)
+                    .expect("the pivots after the first share their first `hint_skip` bytes")
+            })
+            .collect();
         let previous = previous.and_then(|root| root.model.as_ref());
         let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
         let slots = groups.into_iter().map(AtomicPtr::new).collect();
         Self {
             pivots,
+            hint_skip,
             hints,
             slots,
             model,
@@ -86,11 +103,16 @@ impl<K: IndexKey> Root<K> {
                 });
             }
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
-            // the pivots below `key` without touching the pivots' heap blocks. Equal hints leave
-            // the order to the pivots: one tie is one comparison, a run of them (pivots sharing
-            // their first eight bytes) the root model's search.
-            let hints = &self.hints[1..];
-            let hint = K::hint(key);
+            // the pivots below `key` without touching the pivots' heap blocks. A key outside
+            // their shared prefix is below or above them all. Equal hints leave the order to
+            // the pivots: one tie is one comparison, a run of them (pivots that share eight
+            // bytes past the shared prefix) the root model's search.
+            let hints = &self.hints;
+            let hint = match K::hint_past(key, &self.pivots[1], self.hint_skip) {
+                Ok(hint) => hint,
+                Err(KeyOrder::Less) => return 0,
+                Err(_) => return hints.len(),
+            };
             let pos = hints.partition_point(|&h| h < hint);
             match (hints.get(pos), hints.get(pos + 1)) {
                 (Some(&h), Some(&next)) if h == hint && next == hint => {
