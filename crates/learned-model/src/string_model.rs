@@ -123,13 +123,21 @@ impl StringModel {
         self.predict_ordered(key, self.layout.compare_prefix(key))
     }
 
-    /// The predicted position of `key`, for a caller that holds its
-    /// [`prefix_word`](crate::prefix_word) (an index's search hint): the same prediction as
-    /// [`KeyModel::predict`], without a `memcmp` of the model's prefix when it is at most
-    /// eight bytes long.
+    /// Where `key` stands against the trained keys, for a caller that holds its
+    /// [`prefix_word`](crate::prefix_word) (an index's search hint): `Ok` with the prediction
+    /// of [`KeyModel::predict`] when `key` starts with the keys' common prefix, else `Err` with
+    /// how it compares with that prefix (below or above every trained key). A prefix of at
+    /// most eight bytes compares without a `memcmp`.
     #[inline]
-    pub fn predict_with_word(&self, key: &[u8], key_word: u64) -> usize {
-        self.predict_ordered(key, self.layout.compare_prefix_with_word(key, key_word))
+    pub fn place_with_word(
+        &self,
+        key: &[u8],
+        key_word: u64,
+    ) -> std::result::Result<usize, Ordering> {
+        match self.layout.compare_prefix_with_word(key, key_word) {
+            Ordering::Equal => Ok(self.predict_ordered(key, Ordering::Equal)),
+            outside => Err(outside),
+        }
     }
 
     /// The prediction for `key`, given how it compares with the model's prefix.

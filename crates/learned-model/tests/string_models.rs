@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::cmp::Ordering;
+
 use common::{StringShape, string_key_sets, string_keys, string_queries};
 use learned_model::search::lower_bound;
 use learned_model::{
@@ -46,7 +48,11 @@ proptest! {
         }
         for q in string_queries(&keys, seed) {
             prop_assert_eq!(model.lower_bound(&keys, &q), lower_bound(&keys, q.as_slice()), "query {:?}", q);
-            prop_assert_eq!(model.predict_with_word(&q, prefix_word(&q)), model.predict(&q[..]));
+            let placed = match model.layout().compare_prefix(&q) {
+                Ordering::Equal => Ok(model.predict(&q[..])),
+                outside => Err(outside),
+            };
+            prop_assert_eq!(model.place_with_word(&q, prefix_word(&q)), placed);
         }
     }
 

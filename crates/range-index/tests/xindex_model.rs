@@ -293,7 +293,8 @@ fn string_keys() -> BoxedStrategy<Vec<u8>> {
     // the same behind a shared 8-byte prefix, so that the records' and the delta index's
     // 8-byte hints tie and the keys decide; and behind a 29-byte prefix with the same first
     // eight bytes, so that keys of 29 and 30 bytes (held inline in the records) and of 31
-    // (held on the heap) meet in one group.
+    // (held on the heap) meet in one group; and above those, keys sharing only `prefix:`, so
+    // that keys outside the prefix a group's hints skip are looked up, inserted and appended.
     let short = prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..3);
     let long_prefix = [b"prefix:a".as_slice(), &[b'z'; 21]].concat();
     prop_oneof![
@@ -301,7 +302,10 @@ fn string_keys() -> BoxedStrategy<Vec<u8>> {
         short
             .clone()
             .prop_map(|tail| [b"prefix:a".as_slice(), &tail].concat()),
-        short.prop_map(move |tail| [long_prefix.as_slice(), &tail].concat()),
+        short
+            .clone()
+            .prop_map(move |tail| [long_prefix.as_slice(), &tail].concat()),
+        short.prop_map(|tail| [b"prefix:b".as_slice(), &tail].concat()),
     ]
     .boxed()
 }

@@ -41,8 +41,8 @@ use crate::xindex::records::{Bases, Prefix};
 /// Where a lookup of one key searches a group's trained keys ([`Group::request_record`]).
 pub(crate) struct Aim<'g, K: IndexKey> {
     trained: Prefix<'g, K>,
-    /// The model's slice, its prediction and the key's hint; or the trained keys' end, when
-    /// the key lies above them.
+    /// The model's slice, where the key is searched in it and the key's hint ([`Group::place`]);
+    /// or the trained keys' end, when the key lies above them.
     place: Result<(ModelSlice<'g, K>, usize, K::Hint), usize>,
 }
 
@@ -133,11 +133,12 @@ impl<K: IndexKey> Group<K> {
     /// except in the first group), with `models` trained over them (see [`train`]).
     pub(crate) fn new(
         pivot: K,
-        records: Records<K>,
+        mut records: Records<K>,
         models: Models<K>,
         buf: Arc<DeltaIndex<K>>,
         next: *mut Group<K>,
     ) -> Self {
+        records.index_hints();
         Self::from_parts(pivot, Arc::new(records), models, buf, false, next)
     }
 
@@ -352,12 +353,33 @@ impl<K: IndexKey> Group<K> {
     pub(crate) fn lower_bound(&self, key: &K::Query) -> usize {
         let trained = self.trained();
         match self.model_for(trained.keys, key) {
-            Ok(found @ (start, _, model)) => {
-                let hint = K::hint(key);
-                let predicted = K::predict(model, key, hint);
+            Ok(found @ (start, _, _)) => {
+                let (predicted, hint) = Self::place(&trained, found, key);
                 start + Self::model_lower_bound(&trained, found, predicted, key, hint)
             }
             Err(from) => self.appended_lower_bound(from, key),
+        }
+    }
+
+    /// Where to search for `key` in the slice of the model `found` chose for it, and the hint
+    /// to search with. A key its model predicts starts with the prefix that the model's keys
+    /// share, which holds the prefix the records' hints skip (every key of the records shares
+    /// that one), so its hint compares with theirs. A key outside the model's prefix is
+    /// searched for at the slice's first position with the smallest hint (below the prefix) or
+    /// at its last with the largest (above it): hints that tie with those are settled by the
+    /// keys, so the search ends at the slice's start or end, as it must.
+    #[inline]
+    fn place(
+        trained: &Prefix<'_, K>,
+        (start, end, model): ModelSlice<'_, K>,
+        key: &K::Query,
+    ) -> (usize, K::Hint) {
+        let word = K::hint(key, 0);
+        match K::predict(model, key, word) {
+            Ok(at) if trained.hint_skip == 0 => (at, word),
+            Ok(at) => (at, K::hint(key, trained.hint_skip)),
+            Err(std::cmp::Ordering::Less) => (0, K::Hint::default()),
+            Err(_) => (end - start - 1, K::MAX_HINT),
         }
     }
 
@@ -380,8 +402,7 @@ impl<K: IndexKey> Group<K> {
     pub(crate) fn request_record(&self, key: &K::Query) -> Aim<'_, K> {
         let trained = self.trained();
         let place = self.model_for(trained.keys, key).map(|found| {
-            let hint = K::hint(key);
-            let predicted = K::predict(found.2, key, hint);
+            let (predicted, hint) = Self::place(&trained, found, key);
             Self::request_lines(&trained, found, predicted);
             (found, predicted, hint)
         });

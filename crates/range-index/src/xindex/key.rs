@@ -95,20 +95,35 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// Whether group searches go through the hints.
     const HINTED: bool;
 
-    /// The hint of `query`, monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
-    fn hint(query: &Self::Query) -> Self::Hint;
+    /// The largest hint (the smallest is the default).
+    const MAX_HINT: Self::Hint;
 
-    /// The length of the prefix that `first` and `last` share, past which the root takes its
-    /// pivots' hints (`0` for keys without hints). Keys between the two share it too.
-    fn shared_prefix_len(first: &Self, last: &Self) -> usize;
+    /// The hint of `query` past its first `skip` bytes, which it shares with the keys whose
+    /// hints it is compared with (byte strings; `skip` is 0 for other keys). Among keys that
+    /// share them, hints are monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
+    fn hint(query: &Self::Query, skip: usize) -> Self::Hint;
 
-    /// Where `query` stands against the keys that share the first `skip` bytes of `pivot`:
-    /// among them, with the hint of its bytes past that prefix (monotone among such keys), or
-    /// below (`Err(Less)`) or above (`Err(Greater)`) them all.
-    fn hint_past(query: &Self::Query, pivot: &Self, skip: usize) -> Result<Self::Hint, Ordering>;
+    /// The length of the prefix that `first` and `last` share, past which hints are taken
+    /// (`0` for keys without hints). Keys between the two share it too.
+    fn shared_prefix_len(first: &Self::Query, last: &Self::Query) -> usize;
 
-    /// `model`'s prediction for `query`, whose hint the caller has computed.
-    fn predict(model: &Self::Model, query: &Self::Query, hint: Self::Hint) -> usize;
+    /// Where `query` stands against the keys that share the first `skip` bytes of `like`:
+    /// among them, with its [`hint`](Self::hint) past them, or below (`Err(Less)`) or above
+    /// (`Err(Greater)`) them all.
+    fn hint_past(
+        query: &Self::Query,
+        like: &Self::Query,
+        skip: usize,
+    ) -> Result<Self::Hint, Ordering>;
+
+    /// `model`'s prediction for `query`, whose whole-key hint (`hint(query, 0)`) the caller has
+    /// computed; or, when `query` lies outside the prefix that the model's keys share (byte
+    /// strings), whether it is below (`Err(Less)`) or above (`Err(Greater)`) them all.
+    fn predict(
+        model: &Self::Model,
+        query: &Self::Query,
+        word: Self::Hint,
+    ) -> Result<usize, Ordering>;
 
     /// Whether equal summaries ([`summary`](Self::summary)) mean equal keys.
     const SUMMARY_IS_KEY: bool;
@@ -235,8 +250,10 @@ impl IndexKey for u64 {
 
     const HINTED: bool = false;
 
+    const MAX_HINT: () = ();
+
     #[inline]
-    fn hint(_: &u64) {}
+    fn hint(_: &u64, _: usize) {}
 
     fn shared_prefix_len(_: &u64, _: &u64) -> usize {
         0
@@ -248,8 +265,8 @@ impl IndexKey for u64 {
     }
 
     #[inline]
-    fn predict(model: &LinearModel, query: &u64, (): ()) -> usize {
-        model.predict(query)
+    fn predict(model: &LinearModel, query: &u64, (): ()) -> Result<usize, Ordering> {
+        Ok(model.predict(query))
     }
 
     const SUMMARY_IS_KEY: bool = true;
@@ -341,32 +358,38 @@ impl IndexKey for Vec<u8> {
 
     const HINTED: bool = true;
 
-    /// The first eight bytes ([`prefix_word`]): unequal hints order their keys.
+    const MAX_HINT: u64 = u64::MAX;
+
+    /// The eight bytes past the first `skip` ([`prefix_word`]): among keys sharing those
+    /// `skip` bytes, unequal hints order their keys.
     #[inline]
-    fn hint(query: &[u8]) -> u64 {
-        prefix_word(query)
+    fn hint(query: &[u8], skip: usize) -> u64 {
+        debug_assert!(query.len() >= skip, "a hinted key holds the shared prefix");
+        query.get(skip..).map_or(0, prefix_word)
     }
 
-    fn shared_prefix_len(first: &Self, last: &Self) -> usize {
+    fn shared_prefix_len(first: &[u8], last: &[u8]) -> usize {
         first.iter().zip(last).take_while(|(a, b)| a == b).count()
     }
 
-    /// The [`prefix_word`] of the bytes past the shared prefix: among keys that share it,
-    /// those bytes order the keys as the whole keys do.
     #[inline]
-    fn hint_past(query: &[u8], pivot: &Self, skip: usize) -> Result<u64, Ordering> {
-        let prefix = &pivot[..skip];
+    fn hint_past(query: &[u8], like: &[u8], skip: usize) -> Result<u64, Ordering> {
+        if skip == 0 {
+            // No prefix to compare: not even a `memcmp` call of no bytes.
+            return Ok(prefix_word(query));
+        }
+        let prefix = &like[..skip];
         match query.strip_prefix(prefix) {
             Some(rest) => Ok(prefix_word(rest)),
             None => Err(query.cmp(prefix)),
         }
     }
 
-    /// Through the hint, which is the key's [`prefix_word`]: a model's prefix of up to eight
-    /// bytes compares without a `memcmp` ([`StringModel::predict_with_word`]).
+    /// Through the key's [`prefix_word`], its whole-key hint: a model's prefix of up to eight
+    /// bytes compares without a `memcmp` ([`StringModel::place_with_word`]).
     #[inline]
-    fn predict(model: &StringModel, query: &[u8], hint: u64) -> usize {
-        model.predict_with_word(query, hint)
+    fn predict(model: &StringModel, query: &[u8], word: u64) -> Result<usize, Ordering> {
+        model.place_with_word(query, word)
     }
 
     const SUMMARY_IS_KEY: bool = false;
@@ -423,7 +446,7 @@ mod tests {
         ];
         for a in &keys {
             for b in &keys {
-                let (ha, hb) = (Vec::<u8>::hint(a), Vec::<u8>::hint(b));
+                let (ha, hb) = (Vec::<u8>::hint(a, 0), Vec::<u8>::hint(b, 0));
                 if ha < hb {
                     assert!(a < b, "{a:?} {b:?}");
                 }

@@ -9,9 +9,12 @@
 //! written keys. Records are shared by the nodes of one group (model split, the views of a
 //! group split) through an `Arc`, so an append through either node reaches the same array.
 //!
-//! Beside each key sits its search hint ([`IndexKey::Hint`]: the first eight bytes of a byte
-//! string, nothing for `u64`), written with the key and published by the same store of `len`,
-//! so a search can narrow its window on one dense array, reading keys only on ties.
+//! Beside each key sits its search hint ([`IndexKey::Hint`]: for a byte string, its eight
+//! bytes past the prefix that every key of the records shares, less [`HINT_SKIP_SLACK`];
+//! nothing for `u64`), so a search can narrow its window on one dense array, reading keys only
+//! on ties. The hints of the first keys are written once all of them are in
+//! ([`Records::index_hints`]); an append writes its key's hint with the key, published by the
+//! same store of `len`, and is refused for a key outside the skipped prefix.
 //!
 //! A node keeps the arrays' addresses beside its models ([`Bases`]), so a lookup of a trained
 //! key reads no field of the shared `Records`: the models say how many leading slots they were
@@ -32,6 +35,12 @@ use concurrency::{RecordCell, RecordMeta};
 
 use crate::xindex::key::IndexKey;
 
+/// How many bytes at the end of the keys' shared prefix the hints still cover. Appended keys
+/// must share the prefix the hints skip; with its last two bytes in the hints, keys counting
+/// upwards (`ts/…0fff`, then `…1000`) append for 256 times the span the records were built
+/// over before one falls outside, and the hints keep six bytes that tell keys apart.
+const HINT_SKIP_SLACK: usize = 2;
+
 /// A group's sorted records with spare capacity.
 ///
 /// The three arrays are [`LargeArray`]s: a group's arrays are far smaller than a huge page, and
@@ -45,6 +54,8 @@ pub(crate) struct Records<K: IndexKey> {
     /// One cell per slot, spare ones included.
     cells: LargeArray<RecordCell>,
     len: AtomicUsize,
+    /// How many leading bytes, shared by every key, the hints skip ([`IndexKey::hint`]).
+    hint_skip: usize,
     appending: Mutex<()>,
 }
 
@@ -61,6 +72,8 @@ pub(crate) enum AppendRefused {
     Full,
     /// The key is not above the last key.
     NotAbove,
+    /// The key lacks the prefix that the hints skip.
+    OutsideHintedPrefix,
 }
 
 /// The first addresses of a [`Records`]' three arrays, which never move while it lives.
@@ -68,6 +81,7 @@ pub(crate) struct Bases<K: IndexKey> {
     keys: NonNull<K::Stored>,
     hints: NonNull<K::Hint>,
     cells: NonNull<RecordCell>,
+    hint_skip: usize,
 }
 
 // SAFETY: `Bases` is three addresses into a `Records`, which is `Sync`; it only lends shared
@@ -81,6 +95,8 @@ pub(crate) struct Prefix<'a, K: IndexKey> {
     pub(crate) keys: &'a [K::Stored],
     pub(crate) hints: &'a [K::Hint],
     pub(crate) cells: &'a [RecordCell],
+    /// How many leading bytes the hints skip.
+    pub(crate) hint_skip: usize,
 }
 
 impl<K: IndexKey> Bases<K> {
@@ -100,6 +116,7 @@ impl<K: IndexKey> Bases<K> {
                 keys: slice::from_raw_parts(self.keys.as_ptr(), len),
                 hints: slice::from_raw_parts(self.hints.as_ptr(), len),
                 cells: slice::from_raw_parts(self.cells.as_ptr(), len),
+                hint_skip: self.hint_skip,
             }
         }
     }
@@ -112,6 +129,7 @@ impl<K: IndexKey> Records<K> {
             keys: NonNull::from(&*self.keys).cast(),
             hints: NonNull::from(&*self.hints).cast(),
             cells: NonNull::from(&*self.cells).cast(),
+            hint_skip: self.hint_skip,
         }
     }
 
@@ -127,19 +145,22 @@ impl<K: IndexKey> Records<K> {
     }
 
     /// Empty records with `capacity` slots, filled in order by [`push`](Self::push) (a merge
-    /// writes its array in place, without a copy).
+    /// writes its array in place, without a copy), then by
+    /// [`index_hints`](Self::index_hints).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Self {
             keys: LargeArray::from_fn(capacity, |_| UnsafeCell::new(MaybeUninit::uninit())),
             hints: LargeArray::from_fn(capacity, |_| UnsafeCell::new(K::Hint::default())),
             cells: LargeArray::from_fn(capacity, |_| RecordCell::new(RecordMeta::new(), 0)),
             len: AtomicUsize::new(0),
+            hint_skip: 0,
             appending: Mutex::new(()),
         }
     }
 
     /// Fills the next slot of records that no one else can see yet with `key`, above every key
-    /// so far, and its `cell`. Panics if no slot is left.
+    /// so far, and its `cell`, leaving its hint to [`index_hints`](Self::index_hints). Panics
+    /// if no slot is left.
     pub(crate) fn push(&mut self, key: K::Stored, cell: RecordCell) {
         let len = self.len.load(Ordering::Relaxed);
         assert!(len < self.capacity(), "a pushed record needs a spare slot");
@@ -149,10 +170,45 @@ impl<K: IndexKey> Records<K> {
                 .is_none_or(|last| K::query(last) < K::query(&key)),
             "pushed keys are strictly increasing"
         );
-        *self.hints[len].get_mut() = K::hint(K::query(&key));
         self.keys[len].get_mut().write(key);
         self.cells[len] = cell;
         self.len.store(len + 1, Ordering::Relaxed);
+    }
+
+    /// Writes the hints of the records' keys, before anyone else can see the records: past
+    /// the prefix every key shares, less [`HINT_SKIP_SLACK`] bytes.
+    pub(crate) fn index_hints(&mut self) {
+        if !K::HINTED {
+            return;
+        }
+        let len = *self.len.get_mut();
+        let keys = self.keys();
+        let skip = match keys {
+            [] => 0,
+            [first, .., last] | [first @ last] => {
+                K::shared_prefix_len(K::query(first), K::query(last))
+                    .saturating_sub(HINT_SKIP_SLACK)
+            }
+        };
+        for i in 0..len {
+            let hint = K::hint(K::query(&self.keys()[i]), skip);
+            *self.hints[i].get_mut() = hint;
+        }
+        self.hint_skip = skip;
+    }
+
+    /// How many leading bytes, shared by every key, the hints skip.
+    pub(crate) fn hint_skip(&self) -> usize {
+        self.hint_skip
+    }
+
+    /// The hints of the keys ([`keys`](Self::keys)), for checks.
+    pub(crate) fn hints(&self) -> &[K::Hint] {
+        let len = self.len.load(Ordering::Acquire);
+        // SAFETY: a hint below an acquired `len` was written before the release store of
+        // `len` that published its slot and is never written again; `UnsafeCell<T>` has the
+        // layout of `T`.
+        unsafe { slice::from_raw_parts(self.hints.as_ptr().cast::<K::Hint>(), len) }
     }
 
     /// The keys, strictly increasing.
@@ -193,13 +249,16 @@ impl<K: IndexKey> Records<K> {
         if len == self.capacity() {
             return Err(AppendRefused::Full);
         }
-        if self.keys().last().is_some_and(|last| K::query(last) >= key) {
-            return Err(AppendRefused::NotAbove);
-        }
+        let hint = match self.keys().last() {
+            Some(last) if K::query(last) >= key => return Err(AppendRefused::NotAbove),
+            Some(last) => K::hint_past(key, K::query(last), self.hint_skip)
+                .map_err(|_| AppendRefused::OutsideHintedPrefix)?,
+            None => K::hint(key, self.hint_skip),
+        };
         // SAFETY: slot `len` is spare: no reader reads it before the store of `len + 1`
         // below, and appends are serialised by the append lock the caller holds.
         unsafe {
-            *self.hints[len].get() = K::hint(key);
+            *self.hints[len].get() = hint;
             (*self.keys[len].get()).write(K::to_stored(key));
         }
         self.cells[len].lock().set_value(value);
@@ -222,6 +281,7 @@ impl<K: IndexKey> Drop for Records<K> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::xindex::byte_key::ByteKey;
 
     #[test]
     fn appends_grow_the_keys_in_order_until_full() {
@@ -238,6 +298,34 @@ mod tests {
         assert_eq!(records.keys(), &[1, 5, 7, 9]);
         assert_eq!(records.cells()[3].read().1, 90);
         assert_eq!((records.keys().len(), records.cells().len()), (4, 4));
+    }
+
+    #[test]
+    fn hints_skip_the_shared_prefix_and_appends_keep_it() {
+        let keys: Vec<ByteKey> = ["ts/00a0", "ts/00a5"]
+            .map(|key| Vec::<u8>::to_stored(key.as_bytes()))
+            .into();
+        let cells = vec![RecordCell::default(), RecordCell::default()];
+        let mut records = Records::<Vec<u8>>::new(keys, cells, 4);
+        records.index_hints();
+        // Six bytes shared, less the slack of two.
+        assert_eq!(records.hint_skip(), 4);
+        let lock = records.lock_appends();
+        assert_eq!(records.append(&lock, b"ts/00b1", 1), Ok(()));
+        assert_eq!(records.append(&lock, b"ts/0z", 2), Ok(()));
+        for refused in [&b"ts/1"[..], b"tu", b"z"] {
+            assert_eq!(
+                records.append(&lock, refused, 3),
+                Err(AppendRefused::OutsideHintedPrefix),
+                "{refused:?}"
+            );
+        }
+        drop(lock);
+        let past = |tail: &[u8]| learned_model::prefix_word(tail);
+        assert_eq!(
+            records.hints(),
+            [past(b"0a0"), past(b"0a5"), past(b"0b1"), past(b"z")]
+        );
     }
 
     #[test]

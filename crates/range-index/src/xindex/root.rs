@@ -31,7 +31,7 @@ pub(crate) struct Root<K: IndexKey> {
     /// smallest key, below them all): their hints are taken past it, so that pivots sharing
     /// long prefixes (`ts/000000…`) still differ in their hints.
     hint_skip: usize,
-    /// The hints ([`IndexKey::hint_past`] the shared prefix) of `pivots[1..]`, searched before
+    /// The hints ([`IndexKey::hint`] past the shared prefix) of `pivots[1..]`, searched before
     /// the pivots themselves.
     hints: Box<[K::Hint]>,
     slots: Box<[AtomicPtr<Group<K>>]>,
@@ -57,15 +57,12 @@ impl<K: IndexKey> Root<K> {
             .map(|&group| unsafe { &*group }.pivot().clone())
             .collect();
         let hint_skip = match &pivots[1..] {
-            [first, .., last] => K::shared_prefix_len(first, last),
+            [first, .., last] => K::shared_prefix_len(first.borrow(), last.borrow()),
             _ => 0,
         };
         let hints = pivots[1..]
             .iter()
-            .map(|pivot| {
-                K::hint_past(pivot.borrow(), &pivots[1], hint_skip)
-                    .expect("the pivots after the first share their first `hint_skip` bytes")
-            })
+            .map(|pivot| K::hint(pivot.borrow(), hint_skip))
             .collect();
         let previous = previous.and_then(|root| root.model.as_ref());
         let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
@@ -108,7 +105,7 @@ impl<K: IndexKey> Root<K> {
             // the pivots: one tie is one comparison, a run of them (pivots that share eight
             // bytes past the shared prefix) the root model's search.
             let hints = &self.hints;
-            let hint = match K::hint_past(key, &self.pivots[1], self.hint_skip) {
+            let hint = match K::hint_past(key, self.pivots[1].borrow(), self.hint_skip) {
                 Ok(hint) => hint,
                 Err(KeyOrder::Less) => return 0,
                 Err(_) => return hints.len(),

@@ -80,6 +80,15 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 "group {pivot:?}: model slices are non-empty and ordered"
             );
         }
+        // Every key holds the prefix its records' hints skip, and its hint is the one past it.
+        let (records, skip) = (group.records(), group.records().hint_skip());
+        for (key, hint) in keys.iter().map(K::query).zip(records.hints()) {
+            assert_eq!(
+                K::hint_past(key, K::query(&keys[0]), skip),
+                Ok(*hint),
+                "group {pivot:?}: the hint of {key:?} past {skip} bytes"
+            );
+        }
         // Every key and its liveness, array first: at most one live record per key (I1).
         let mut liveness: BTreeMap<&K::Query, usize> = BTreeMap::new();
         for (key, cell) in keys.iter().map(K::query).zip(group.cells()) {
