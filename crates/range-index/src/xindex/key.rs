@@ -503,12 +503,13 @@ mod tests {
     }
 
     #[test]
-    fn a_root_over_pivots_sharing_a_long_prefix_routes_every_key() {
+    fn keys_sharing_a_long_prefix_are_routed_and_found() {
         use std::collections::BTreeMap;
 
         use crate::OrderedIndex;
         use crate::xindex::XIndex;
-        // Every pivot shares `ts/00000000`, eleven bytes: the root's hints start past them.
+        // Every pivot after the first and every group's keys share `ts/` and twelve zeros: the
+        // root's hints start past them, the groups' hints two bytes before their end.
         let key = |i: u64| format!("ts/{i:016x}").into_bytes();
         let pairs: Vec<(Vec<u8>, u64)> = (0..20_000u64).map(|i| (key(i * 3), i)).collect();
         let config = Config {

@@ -76,7 +76,8 @@ pub(crate) enum AppendRefused {
     OutsideHintedPrefix,
 }
 
-/// The first addresses of a [`Records`]' three arrays, which never move while it lives.
+/// The first addresses of a [`Records`]' three arrays, which never move while it lives, and
+/// how many bytes its hints skip.
 pub(crate) struct Bases<K: IndexKey> {
     keys: NonNull<K::Stored>,
     hints: NonNull<K::Hint>,
@@ -181,8 +182,8 @@ impl<K: IndexKey> Records<K> {
         if !K::HINTED {
             return;
         }
-        let len = *self.len.get_mut();
         let keys = self.keys();
+        let len = keys.len();
         let skip = match keys {
             [] => 0,
             [first, .., last] | [first @ last] => {
