@@ -116,6 +116,11 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
         skip: usize,
     ) -> Result<Self::Hint, Ordering>;
 
+    /// The length of the prefix that every key `model` was trained on shares (`0` for keys
+    /// without hints): a group's search relies on it holding the prefix its records' hints
+    /// skip.
+    fn model_prefix_len(model: &Self::Model) -> usize;
+
     /// `model`'s prediction for `query`, whose whole-key hint (`hint(query, 0)`) the caller has
     /// computed; or, when `query` lies outside the prefix that the model's keys share (byte
     /// strings), whether it is below (`Err(Less)`) or above (`Err(Greater)`) them all.
@@ -264,6 +269,10 @@ impl IndexKey for u64 {
         Ok(())
     }
 
+    fn model_prefix_len(_: &LinearModel) -> usize {
+        0
+    }
+
     #[inline]
     fn predict(model: &LinearModel, query: &u64, (): ()) -> Result<usize, Ordering> {
         Ok(model.predict(query))
@@ -383,6 +392,10 @@ impl IndexKey for Vec<u8> {
             Some(rest) => Ok(prefix_word(rest)),
             None => Err(query.cmp(prefix)),
         }
+    }
+
+    fn model_prefix_len(model: &StringModel) -> usize {
+        model.layout().prefix_len()
     }
 
     /// Through the key's [`prefix_word`], its whole-key hint: a model's prefix of up to eight

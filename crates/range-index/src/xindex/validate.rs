@@ -80,8 +80,16 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 "group {pivot:?}: model slices are non-empty and ordered"
             );
         }
-        // Every key holds the prefix its records' hints skip, and its hint is the one past it.
+        // Every key holds the prefix its records' hints skip, and its hint is the one past it;
+        // every model's keys share at least that prefix (a lookup its model places takes its
+        // hint past it).
         let (records, skip) = (group.records(), group.records().hint_skip());
+        for (start, model) in models {
+            assert!(
+                K::model_prefix_len(model) >= skip,
+                "group {pivot:?}: the model at {start} holds the {skip} bytes the hints skip"
+            );
+        }
         for (key, hint) in keys.iter().map(K::query).zip(records.hints()) {
             assert_eq!(
                 K::hint_past(key, K::query(&keys[0]), skip),
