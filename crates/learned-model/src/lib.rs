@@ -44,7 +44,7 @@ pub use grouping::GreedyGrouping;
 pub use key::{Key, offset_from_pivot, prefix_word};
 pub use linear::LinearModel;
 pub use model::{ErrorBounds, KeyModel, clamp_prediction};
-pub use partial_key::PartialKeyLayout;
+pub use partial_key::{PartialKeyLayout, common_prefix_len};
 pub use piecewise::PiecewiseRoot;
 pub use rmi::Rmi;
 pub use segmentation::{LearningProbe, Segment, optimal_segments, probe_segments};

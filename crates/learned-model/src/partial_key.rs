@@ -131,6 +131,6 @@ impl PartialKeyLayout {
 }
 
 /// The length of the longest common prefix of `a` and `b`.
-pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -13,8 +13,8 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use learned_model::{
-    GreedyGrouping, Key, KeyModel, LinearModel, PiecewiseRoot, Rmi, StringModel, optimal_segments,
-    prefix_word, search::exponential_lower_bound,
+    GreedyGrouping, Key, KeyModel, LinearModel, PiecewiseRoot, Rmi, StringModel, common_prefix_len,
+    optimal_segments, prefix_word, search::exponential_lower_bound,
 };
 
 use crate::xindex::byte_key::ByteKey;
@@ -378,7 +378,7 @@ impl IndexKey for Vec<u8> {
     }
 
     fn shared_prefix_len(first: &[u8], last: &[u8]) -> usize {
-        first.iter().zip(last).take_while(|(a, b)| a == b).count()
+        common_prefix_len(first, last)
     }
 
     #[inline]

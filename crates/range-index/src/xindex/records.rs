@@ -183,7 +183,6 @@ impl<K: IndexKey> Records<K> {
             return;
         }
         let keys = self.keys();
-        let len = keys.len();
         let skip = match keys {
             [] => 0,
             [first, .., last] | [first @ last] => {
@@ -191,9 +190,12 @@ impl<K: IndexKey> Records<K> {
                     .saturating_sub(HINT_SKIP_SLACK)
             }
         };
-        for i in 0..len {
-            let hint = K::hint(K::query(&self.keys()[i]), skip);
-            *self.hints[i].get_mut() = hint;
+        let hints: Vec<K::Hint> = keys
+            .iter()
+            .map(|key| K::hint(K::query(key), skip))
+            .collect();
+        for (slot, hint) in self.hints.iter_mut().zip(hints) {
+            *slot.get_mut() = hint;
         }
         self.hint_skip = skip;
     }
