@@ -294,10 +294,21 @@ fn string_keys() -> BoxedStrategy<Vec<u8>> {
     // 8-byte hints tie and the keys decide; and behind a 29-byte prefix with the same first
     // eight bytes, so that keys of 29 and 30 bytes (held inline in the records) and of 31
     // (held on the heap) meet in one group; and above those, keys sharing only `prefix:`, so
-    // that keys outside the prefix a group's hints skip are looked up, inserted and appended.
+    // that keys outside the prefix a group's hints skip are looked up, inserted and appended;
+    // and, URL-like, keys of 29 to 38 bytes whose hints tie past a long prefix and whose tie
+    // hints then order them (or tie too).
     let short = prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8)], 0..3);
     let long_prefix = [b"prefix:a".as_slice(), &[b'z'; 21]].concat();
+    let url_prefix = [b"prefix:c".as_slice(), &[b'y'; 20]].concat();
+    let url = (short.clone(), prop::option::of(short.clone())).prop_map(move |(site, page)| {
+        let mut key = [url_prefix.as_slice(), &site].concat();
+        if let Some(page) = page {
+            key.extend([b"-xxxxxx".as_slice(), &page].concat());
+        }
+        key
+    });
     prop_oneof![
+        url,
         short.clone(),
         short
             .clone()

@@ -342,6 +342,24 @@ impl<K: IndexKey> Group<K> {
         }
         let run_end =
             search::lower_bound_in_by(hints, pos..window.end.max(pos + 1), |&h| h <= hint);
+        // Records that keep tie hints narrow the run on them first. A key placed below its
+        // model's prefix, with the smallest hint, may lie below the records' prefix too, and
+        // then its bytes past the hint are no tie hint: runs of the smallest hint are left to
+        // the keys. (A key placed above its model's prefix lies below the next model's keys,
+        // so within the records' prefix: its own hint is the largest, its tie hint valid.)
+        let ties = trained.tie_hints.get(start..end).unwrap_or_default();
+        let (pos, run_end) = if ties.is_empty() || hint == K::Hint::default() {
+            (pos, run_end)
+        } else {
+            let tie = K::tie_hint(key, trained.hint_skip);
+            let from = pos + ties[pos..run_end].partition_point(|&t| t < tie);
+            let to = from + ties[from..run_end].partition_point(|&t| t <= tie);
+            match to - from {
+                0 => return from,
+                1 => return from + usize::from(K::query(&slice[from]) < key),
+                _ => (from, to),
+            }
+        };
         if run_end - pos > MAX_HINT_RUN {
             return K::stored_lower_bound(model, slice, key);
         }
@@ -467,7 +485,10 @@ impl<K: IndexKey> Group<K> {
             prefetch::at(hints, predicted);
             prefetch::at(keys, predicted);
             prefetch::at(cells, predicted);
-            prefetch::slice(&hints[window]);
+            prefetch::slice(&hints[window.clone()]);
+            if let Some(ties) = trained.tie_hints.get(start..end) {
+                prefetch::slice(&ties[window]);
+            }
             prefetch::around(keys, predicted, KEY_PREFETCH_RADIUS);
         } else {
             prefetch::at(keys, predicted);
@@ -558,8 +579,8 @@ impl<K: IndexKey> Group<K> {
         size_of::<Self>()
             + self.pivot.heap_bytes()
             + keys
-            + self.records.capacity()
-                * (size_of::<K::Stored>() + size_of::<K::Hint>() + size_of::<RecordCell>())
+            + self.records.capacity() * (size_of::<K::Stored>() + size_of::<RecordCell>())
+            + self.records.hint_bytes()
             + if self.models.list.spilled() {
                 self.models.len() * (size_of::<(usize, K::Model)>() + size_of::<u64>())
             } else {
@@ -698,6 +719,88 @@ mod tests {
                 let value = g.record(probe).map(|cell| cell.read().1);
                 assert_eq!(value, found.then_some(expected as u64), "{probe:?}");
             }
+        }
+    }
+
+    /// A group over `keys` with 1 to 4 models, its lower bounds and records checked against
+    /// binary search for `keys`, `probes` and keys around each key.
+    fn check_hinted_group(keys: &[Vec<u8>], probes: &[Vec<u8>], tie_hinted: bool) {
+        let stored: Vec<_> = keys.iter().map(|k| Vec::<u8>::to_stored(k)).collect();
+        let mut probes = probes.to_vec();
+        for key in keys {
+            let mut next = key.clone();
+            *next.last_mut().expect("non-empty") += 1;
+            probes.extend([key.clone(), next, [key.as_slice(), b"+"].concat()]);
+            probes.extend([8, 12, 16, 17].map(|len| key[..len.min(key.len())].to_vec()));
+        }
+        for models in 1..=4 {
+            let cells = (0..keys.len() as u64).map(record::live).collect();
+            let g = Group::<Vec<u8>>::new(
+                keys[0].clone(),
+                Records::new(stored.clone(), cells, 0),
+                train(&stored, models),
+                Arc::new(DeltaIndex::new()),
+                ptr::null_mut(),
+            );
+            assert_eq!(!g.records().tie_hints().is_empty(), tie_hinted);
+            for probe in &probes {
+                let expected = keys.partition_point(|k| k < probe);
+                assert_eq!(g.lower_bound(probe), expected, "{models} models, {probe:?}");
+                let found = keys.get(expected).is_some_and(|k| k == probe);
+                let value = g.record(probe).map(|cell| cell.read().1);
+                assert_eq!(value, found.then_some(expected as u64), "{probe:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_equal_hints_narrow_on_their_tie_hints() {
+        // Long keys (held out of line) behind a shared prefix, in runs of 1 to 40 that share
+        // their next eight bytes; within a run, sub-runs of 1 to 20 that share sixteen, around
+        // the 16-key cap; and a short key (held inline) at the start of each run, whose tie
+        // hint is padding.
+        let mut keys = Vec::new();
+        for (run, length) in [1usize, 2, 5, 16, 17, 40].into_iter().enumerate() {
+            let prefix = [b"https://".as_slice(), &[b'a' + run as u8; 8]].concat();
+            keys.push([prefix.as_slice(), b"0"].concat());
+            for i in 0..length {
+                let tie = format!("{:08}", i / (1 + run * run));
+                let tail = format!("-{:024}", 2 * i);
+                keys.push([prefix.as_slice(), tie.as_bytes(), tail.as_bytes()].concat());
+            }
+        }
+        let probes = [
+            &b""[..],
+            b"a",
+            b"https://",
+            b"https://a\xff",
+            b"zzzzzzzzzzzzzzzzz",
+        ];
+        check_hinted_group(&keys, &probes.map(<[u8]>::to_vec), true);
+    }
+
+    #[test]
+    fn keys_below_the_records_prefix_skip_the_tie_hints() {
+        // A run of the smallest hints (eight zero bytes): a key below the records' prefix is
+        // placed with that hint, but its bytes past it are no tie hint to compare. And a run of
+        // the largest (eight 0xff bytes), which keys above it reach with hints of their own.
+        let tied = |run: &[u8]| -> Vec<Vec<u8>> {
+            (0..20)
+                .map(|i| [run, format!("{i:08}-{:024}", 0).as_bytes()].concat())
+                .collect()
+        };
+        let low: Vec<Vec<u8>> = [b"xyz\0\0\x01".to_vec()]
+            .into_iter()
+            .chain(tied(b"xyz\0\0\0\0\0\0\0\0"))
+            .collect();
+        let high: Vec<Vec<u8>> = [b"xyz\xff\xff\0".to_vec()]
+            .into_iter()
+            .chain(tied(b"xyz\xff\xff\xff\xff\xff\xff\xff\xff"))
+            .collect();
+        let outside = [b"a".repeat(30), [b"z".as_slice(), &[0; 30]].concat()];
+        for mut keys in [low, high] {
+            keys.sort();
+            check_hinted_group(&keys, &outside, true);
         }
     }
 

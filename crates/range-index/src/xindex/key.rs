@@ -103,6 +103,12 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// share them, hints are monotone in the key order: `hint(a) < hint(b)` implies `a < b`.
     fn hint(query: &Self::Query, skip: usize) -> Self::Hint;
 
+    /// The hint of the bytes that follow those [`hint`](Self::hint)`(query, skip)` covers
+    /// (byte strings: the eight bytes from `skip + 8`; `0` for a key that ends before them).
+    /// Among keys whose hints past `skip` tie, these order their keys as hints do, so a run of
+    /// equal hints narrows on them before any key is compared.
+    fn tie_hint(query: &Self::Query, skip: usize) -> Self::Hint;
+
     /// The length of the prefix that `first` and `last` share, past which hints are taken
     /// (`0` for keys without hints). Keys between the two share it too.
     fn shared_prefix_len(first: &Self::Query, last: &Self::Query) -> usize;
@@ -260,6 +266,9 @@ impl IndexKey for u64 {
     #[inline]
     fn hint(_: &u64, _: usize) {}
 
+    #[inline]
+    fn tie_hint(_: &u64, _: usize) {}
+
     fn shared_prefix_len(_: &u64, _: &u64) -> usize {
         0
     }
@@ -377,6 +386,12 @@ impl IndexKey for Vec<u8> {
         query.get(skip..).map_or(0, prefix_word)
     }
 
+    /// The eight bytes past the hint's ([`prefix_word`]).
+    #[inline]
+    fn tie_hint(query: &[u8], skip: usize) -> u64 {
+        query.get(skip + size_of::<u64>()..).map_or(0, prefix_word)
+    }
+
     fn shared_prefix_len(first: &[u8], last: &[u8]) -> usize {
         common_prefix_len(first, last)
     }
@@ -454,7 +469,12 @@ mod tests {
             b"a\0\0\0\0\0\0\0\x01",
             b"ab",
             b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgh\0\0\0\0\0\0\0\0\x01",
             b"abcdefghz",
+            b"abcdefghz\0",
+            b"abcdefghzzzzzzzz",
+            b"abcdefghzzzzzzzza",
             b"b",
         ];
         for a in &keys {
@@ -465,6 +485,14 @@ mod tests {
                 }
                 if a <= b {
                     assert!(ha <= hb, "{a:?} {b:?}");
+                }
+                // Where the hints tie, the tie hints order the keys the same way.
+                let (ta, tb) = (Vec::<u8>::tie_hint(a, 0), Vec::<u8>::tie_hint(b, 0));
+                if ha == hb && ta < tb {
+                    assert!(a < b, "{a:?} {b:?}");
+                }
+                if ha == hb && a <= b {
+                    assert!(ta <= tb, "{a:?} {b:?}");
                 }
             }
         }

@@ -14,7 +14,10 @@
 //! nothing for `u64`), so a search can narrow its window on one dense array, reading keys only
 //! on ties. The hints of the first keys are written once all of them are in
 //! ([`Records::index_hints`]); an append writes its key's hint with the key, published by the
-//! same store of `len`, and is refused for a key outside the skipped prefix.
+//! same store of `len`, and is refused for a key outside the skipped prefix. Where many
+//! neighbouring keys held out of line tie on their hints (URL-like keys), the hints' array also
+//! holds each key's tie hint, the eight bytes after its hint ([`IndexKey::tie_hint`]), which a
+//! search compares before it reads a key of the run.
 //!
 //! A node keeps the arrays' addresses beside its models ([`Bases`]), so a lookup of a trained
 //! key reads no field of the shared `Records`: the models say how many leading slots they were
@@ -41,6 +44,12 @@ use crate::xindex::key::IndexKey;
 /// over before one falls outside, and the hints keep six bytes that tell keys apart.
 const HINT_SKIP_SLACK: usize = 2;
 
+/// Records keep tie hints ([`IndexKey::tie_hint`]) when more than one pair of neighbouring
+/// keys in this many has equal hints and a second key held out of line (URL-like keys that
+/// share a site, a section and a date): each such tie would otherwise cost a search one miss
+/// for the key's slot and one for its heap block.
+const TIE_HINT_SHARE: usize = 4;
+
 /// A group's sorted records with spare capacity.
 ///
 /// The three arrays are [`LargeArray`]s: a group's arrays are far smaller than a huge page, and
@@ -49,7 +58,8 @@ const HINT_SKIP_SLACK: usize = 2;
 pub(crate) struct Records<K: IndexKey> {
     /// `len` initialised keys, then spare slots.
     keys: LargeArray<UnsafeCell<MaybeUninit<K::Stored>>>,
-    /// The hint of each key, spare slots included (default there until an append).
+    /// The hint of each key, spare slots included (default there until an append); then, where
+    /// [`Records::index_hints`] chose to keep them, as many tie hints (from `capacity()` on).
     hints: LargeArray<UnsafeCell<K::Hint>>,
     /// One cell per slot, spare ones included.
     cells: LargeArray<RecordCell>,
@@ -76,13 +86,16 @@ pub(crate) enum AppendRefused {
     OutsideHintedPrefix,
 }
 
-/// The first addresses of a [`Records`]' three arrays, which never move while it lives, and
-/// how many bytes its hints skip.
+/// The first addresses of a [`Records`]' three arrays, which never move while it lives, how
+/// many bytes its hints skip and where its tie hints start (two halves of one word, so that a
+/// group node is no larger for them).
 pub(crate) struct Bases<K: IndexKey> {
     keys: NonNull<K::Stored>,
     hints: NonNull<K::Hint>,
     cells: NonNull<RecordCell>,
-    hint_skip: usize,
+    hint_skip: u32,
+    /// The index of the first tie hint in the hints' array, or 0 if the records keep none.
+    tie_hints_at: u32,
 }
 
 // SAFETY: `Bases` is three addresses into a `Records`, which is `Sync`; it only lends shared
@@ -91,11 +104,13 @@ unsafe impl<K: IndexKey> Send for Bases<K> {}
 // SAFETY: as for `Send`: sharing `Bases` shares read-only access to initialised slots.
 unsafe impl<K: IndexKey> Sync for Bases<K> {}
 
-/// The first `len` keys, hints and cells of a [`Records`].
+/// The first `len` keys, hints and cells of a [`Records`], and as many tie hints if it keeps
+/// them (else none).
 pub(crate) struct Prefix<'a, K: IndexKey> {
     pub(crate) keys: &'a [K::Stored],
     pub(crate) hints: &'a [K::Hint],
     pub(crate) cells: &'a [RecordCell],
+    pub(crate) tie_hints: &'a [K::Hint],
     /// How many leading bytes the hints skip.
     pub(crate) hint_skip: usize,
 }
@@ -117,7 +132,11 @@ impl<K: IndexKey> Bases<K> {
                 keys: slice::from_raw_parts(self.keys.as_ptr(), len),
                 hints: slice::from_raw_parts(self.hints.as_ptr(), len),
                 cells: slice::from_raw_parts(self.cells.as_ptr(), len),
-                hint_skip: self.hint_skip,
+                tie_hints: match self.tie_hints_at {
+                    0 => &[],
+                    at => slice::from_raw_parts(self.hints.as_ptr().add(at as usize), len),
+                },
+                hint_skip: self.hint_skip as usize,
             }
         }
     }
@@ -130,7 +149,9 @@ impl<K: IndexKey> Records<K> {
             keys: NonNull::from(&*self.keys).cast(),
             hints: NonNull::from(&*self.hints).cast(),
             cells: NonNull::from(&*self.cells).cast(),
-            hint_skip: self.hint_skip,
+            hint_skip: u32::try_from(self.hint_skip).expect("`index_hints` keeps it in a u32"),
+            tie_hints_at: u32::try_from(self.tie_hints_at())
+                .expect("`index_hints` keeps tie hints only where their index fits"),
         }
     }
 
@@ -177,27 +198,59 @@ impl<K: IndexKey> Records<K> {
     }
 
     /// Writes the hints of the records' keys, before anyone else can see the records: past
-    /// the prefix every key shares, less [`HINT_SKIP_SLACK`] bytes.
+    /// the prefix every key shares, less [`HINT_SKIP_SLACK`] bytes; and their tie hints too
+    /// where ties would send searches to keys out of line ([`TIE_HINT_SHARE`]).
     pub(crate) fn index_hints(&mut self) {
         if !K::HINTED {
             return;
         }
         let keys = self.keys();
+        // Any skip up to the shared prefix orders the hints; a node holds it in 32 bits.
         let skip = match keys {
             [] => 0,
             [first, .., last] | [first @ last] => {
                 K::shared_prefix_len(K::query(first), K::query(last))
                     .saturating_sub(HINT_SKIP_SLACK)
+                    .min(u32::MAX as usize)
             }
         };
         let hints: Vec<K::Hint> = keys
             .iter()
             .map(|key| K::hint(K::query(key), skip))
             .collect();
-        for (slot, hint) in self.hints.iter_mut().zip(hints) {
-            *slot.get_mut() = hint;
+        let costly_ties = keys
+            .windows(2)
+            .zip(hints.windows(2))
+            .filter(|(pair, hints)| hints[0] == hints[1] && K::stored_heap_bytes(&pair[1]) > 0)
+            .count();
+        let capacity = self.capacity();
+        if costly_ties * TIE_HINT_SHARE > keys.len() && u32::try_from(capacity).is_ok() {
+            let ties: Vec<K::Hint> = keys
+                .iter()
+                .map(|key| K::tie_hint(K::query(key), skip))
+                .collect();
+            let hint_at = |i: usize| match i.checked_sub(capacity) {
+                None => hints.get(i),
+                Some(tie) => ties.get(tie),
+            };
+            self.hints = LargeArray::from_fn(2 * capacity, |i| {
+                UnsafeCell::new(hint_at(i).copied().unwrap_or_default())
+            });
+        } else {
+            for (slot, hint) in self.hints.iter_mut().zip(hints) {
+                *slot.get_mut() = hint;
+            }
         }
         self.hint_skip = skip;
+    }
+
+    /// The index of the first tie hint in the hints' array, or 0 if the records keep none.
+    fn tie_hints_at(&self) -> usize {
+        if self.hints.len() > self.capacity() {
+            self.capacity()
+        } else {
+            0
+        }
     }
 
     /// How many leading bytes, shared by every key, the hints skip.
@@ -214,6 +267,19 @@ impl<K: IndexKey> Records<K> {
         unsafe { slice::from_raw_parts(self.hints.as_ptr().cast::<K::Hint>(), len) }
     }
 
+    /// The tie hints of the keys if the records keep them (else none), for checks.
+    pub(crate) fn tie_hints(&self) -> &[K::Hint] {
+        let len = self.len.load(Ordering::Acquire);
+        match self.tie_hints_at() {
+            0 => &[],
+            // SAFETY: as for `hints`: tie hints below an acquired `len` (from `at`) are
+            // written for good, and `at + len` is within the array (`len <= capacity() = at`).
+            at => unsafe {
+                slice::from_raw_parts(self.hints.as_ptr().add(at).cast::<K::Hint>(), len)
+            },
+        }
+    }
+
     /// The keys, strictly increasing.
     #[inline]
     pub(crate) fn keys(&self) -> &[K::Stored] {
@@ -228,6 +294,11 @@ impl<K: IndexKey> Records<K> {
     #[inline]
     pub(crate) fn cells(&self) -> &[RecordCell] {
         &self.cells[..self.len.load(Ordering::Acquire)]
+    }
+
+    /// The bytes of the hints' array, tie hints included.
+    pub(crate) fn hint_bytes(&self) -> usize {
+        self.hints.len() * size_of::<K::Hint>()
     }
 
     /// Slots in all, spare ones included.
@@ -262,6 +333,10 @@ impl<K: IndexKey> Records<K> {
         // below, and appends are serialised by the append lock the caller holds.
         unsafe {
             *self.hints[len].get() = hint;
+            let ties_at = self.tie_hints_at();
+            if ties_at != 0 {
+                *self.hints[ties_at + len].get() = K::tie_hint(key, self.hint_skip);
+            }
             (*self.keys[len].get()).write(K::to_stored(key));
         }
         self.cells[len].lock().set_value(value);
@@ -329,6 +404,56 @@ mod tests {
             records.hints(),
             [past(b"0a0"), past(b"0a5"), past(b"0b1"), past(b"z")]
         );
+    }
+
+    /// Records of `keys` (strictly increasing) with their hints indexed and `spare` slots.
+    fn hinted(keys: &[String], spare: usize) -> Records<Vec<u8>> {
+        let stored: Vec<ByteKey> = keys
+            .iter()
+            .map(|k| Vec::<u8>::to_stored(k.as_bytes()))
+            .collect();
+        let cells = keys.iter().map(|_| RecordCell::default()).collect();
+        let mut records = Records::new(stored, cells, spare);
+        records.index_hints();
+        records
+    }
+
+    #[test]
+    fn tie_hints_are_kept_where_ties_reach_keys_out_of_line() {
+        // Out-of-line keys whose hints tie in pairs: tie hints, for appends too.
+        let site = "https://example.com/news/";
+        let long: Vec<String> = (0..8)
+            .map(|i| format!("{site}2008/{:02}/{:02}/slug-{i}", i / 4, i / 2))
+            .collect();
+        let records = hinted(&long, 2);
+        assert!(records.keys().iter().all(|k| k.heap_bytes() > 0));
+        // `2008/0` shared, less the slack: the hints hold `8/MM/DD/`.
+        assert_eq!(records.hint_skip(), site.len() + 4);
+        let lock = records.lock_appends();
+        let appended = format!("{site}2008/09/01/slug");
+        assert_eq!(records.append(&lock, appended.as_bytes(), 1), Ok(()));
+        drop(lock);
+        let skip = records.hint_skip();
+        let all: Vec<&[u8]> = long
+            .iter()
+            .chain([&appended])
+            .map(|k| k.as_bytes())
+            .collect();
+        let hints: Vec<u64> = all.iter().map(|k| Vec::<u8>::hint(k, skip)).collect();
+        let ties: Vec<u64> = all.iter().map(|k| Vec::<u8>::tie_hint(k, skip)).collect();
+        assert_eq!(
+            (records.hints(), records.tie_hints()),
+            (&hints[..], &ties[..])
+        );
+        assert_eq!(records.hint_bytes(), 2 * 10 * size_of::<u64>());
+        // The same ties among keys held inline, and long keys whose hints differ: none.
+        let short: Vec<String> = (0..8).map(|i| format!("k{}-padding-{i}", i / 2)).collect();
+        let distinct: Vec<String> = (0..8).map(|i| format!("{site}{i}/2008/slug")).collect();
+        for keys in [short, distinct] {
+            let records = hinted(&keys, 2);
+            assert!(records.tie_hints().is_empty(), "{keys:?}");
+            assert_eq!(records.hint_bytes(), 10 * size_of::<u64>());
+        }
     }
 
     #[test]

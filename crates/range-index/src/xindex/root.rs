@@ -34,6 +34,9 @@ pub(crate) struct Root<K: IndexKey> {
     /// The hints ([`IndexKey::hint`] past the shared prefix) of `pivots[1..]`, searched before
     /// the pivots themselves.
     hints: Box<[K::Hint]>,
+    /// The tie hints ([`IndexKey::tie_hint`]) of `pivots[1..]`, which order runs of equal
+    /// hints (pivots of one site in URL-like keys).
+    tie_hints: Box<[K::Hint]>,
     slots: Box<[AtomicPtr<Group<K>>]>,
     /// The model over `pivots[1..]` (none with one group): the first group's pivot is the
     /// smallest key, minus infinity for routing, and would only skew the model.
@@ -64,6 +67,10 @@ impl<K: IndexKey> Root<K> {
             .iter()
             .map(|pivot| K::hint(pivot.borrow(), hint_skip))
             .collect();
+        let tie_hints = pivots[1..]
+            .iter()
+            .map(|pivot| K::tie_hint(pivot.borrow(), hint_skip))
+            .collect();
         let previous = previous.and_then(|root| root.model.as_ref());
         let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
         let slots = groups.into_iter().map(AtomicPtr::new).collect();
@@ -71,6 +78,7 @@ impl<K: IndexKey> Root<K> {
             pivots,
             hint_skip,
             hints,
+            tie_hints,
             slots,
             model,
         }
@@ -101,9 +109,10 @@ impl<K: IndexKey> Root<K> {
             }
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
             // the pivots below `key` without touching the pivots' heap blocks. A key outside
-            // their shared prefix is below or above them all. Equal hints leave the order to
-            // the pivots: one tie is one comparison, a run of them (pivots that share eight
-            // bytes past the shared prefix) the root model's search.
+            // their shared prefix is below or above them all. A run of equal hints narrows on
+            // the tie hints; what still ties is left to the pivots: one tie is one comparison,
+            // a run of them (pivots that share sixteen bytes past the shared prefix) the root
+            // model's search.
             let hints = &self.hints;
             let hint = match K::hint_past(key, self.pivots[1].borrow(), self.hint_skip) {
                 Ok(hint) => hint,
@@ -111,14 +120,17 @@ impl<K: IndexKey> Root<K> {
                 Err(_) => return hints.len(),
             };
             let pos = hints.partition_point(|&h| h < hint);
-            match (hints.get(pos), hints.get(pos + 1)) {
-                (Some(&h), Some(&next)) if h == hint && next == hint => {
-                    K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ())
-                }
-                (Some(&h), _) if h == hint => {
-                    pos + usize::from(self.pivots[1 + pos].borrow() <= key)
-                }
-                _ => pos,
+            if hints.get(pos) != Some(&hint) {
+                return pos;
+            }
+            let run_end = pos + hints[pos..].partition_point(|&h| h <= hint);
+            let tie = K::tie_hint(key, self.hint_skip);
+            let from = pos + self.tie_hints[pos..run_end].partition_point(|&t| t < tie);
+            let to = from + self.tie_hints[from..run_end].partition_point(|&t| t <= tie);
+            match to - from {
+                0 => from,
+                1 => from + usize::from(self.pivots[1 + from].borrow() <= key),
+                _ => K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ()),
             }
         })
     }
@@ -226,6 +238,6 @@ impl<K: IndexKey> Root<K> {
         size_of::<Self>()
             + pivots
             + self.pivots.len()
-                * (size_of::<K>() + size_of::<K::Hint>() + size_of::<AtomicPtr<Group<K>>>())
+                * (size_of::<K>() + 2 * size_of::<K::Hint>() + size_of::<AtomicPtr<Group<K>>>())
     }
 }

@@ -97,6 +97,19 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 "group {pivot:?}: the hint of {key:?} past {skip} bytes"
             );
         }
+        // Tie hints, where the records keep them, are one per key, each the key's own.
+        let ties = records.tie_hints();
+        assert!(
+            ties.is_empty() || ties.len() == keys.len(),
+            "group {pivot:?}: a tie hint per key or none"
+        );
+        for (key, tie) in keys.iter().map(K::query).zip(ties) {
+            assert_eq!(
+                K::tie_hint(key, skip),
+                *tie,
+                "group {pivot:?}: the tie hint of {key:?} past {skip} bytes"
+            );
+        }
         // Every key and its liveness, array first: at most one live record per key (I1).
         let mut liveness: BTreeMap<&K::Query, usize> = BTreeMap::new();
         for (key, cell) in keys.iter().map(K::query).zip(group.cells()) {
