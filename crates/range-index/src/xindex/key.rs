@@ -603,6 +603,38 @@ mod tests {
     }
 
     #[test]
+    fn url_like_keys_are_routed_through_the_roots_tie_hints() {
+        use crate::OrderedIndex;
+        use crate::xindex::XIndex;
+        // Small groups, so that one site's pivots tie on their hints and tie hints (both
+        // within the site's name): 3 pivots of one site, about 30 of another, which the root
+        // searches among themselves and by its model.
+        let key = |site: &str, i: u32| format!("https://www.{site}.com/{i:08}/page").into_bytes();
+        let mut keys: Vec<Vec<u8>> = (0..200).map(|i| key("aaaaaaaaaaaaaaaa", 2 * i)).collect();
+        keys.extend((0..2_000).map(|i| key("bbbbbbbbbbbbbbbb", 2 * i)));
+        keys.extend((0..200).map(|i| key("c", 2 * i)));
+        let pairs: Vec<(Vec<u8>, u64)> = keys.iter().cloned().zip(0..).collect();
+        let config = Config {
+            max_group_size: 64,
+            background_threads: 0,
+            ..Config::default()
+        };
+        let index = XIndex::bulk_load(&pairs, config).expect("sorted, unique keys");
+        assert!(index.stats().groups > 36, "{:?}", index.stats());
+        for site in ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "c"] {
+            for i in 0..4_001 {
+                let probe = key(site, i);
+                let at = keys.partition_point(|k| *k < probe);
+                let expected = keys.get(at).filter(|k| **k == probe).map(|_| at as u64);
+                assert_eq!(index.get(&probe), expected, "{probe:?}");
+                let next = index.scan(&probe, 1).pop().map(|(k, _)| k);
+                assert_eq!(next.as_ref(), keys.get(at), "{probe:?}");
+            }
+        }
+        index.validate();
+    }
+
+    #[test]
     fn initial_groups_cover_every_key_within_the_cap() {
         let keys: Vec<u64> = (0..1_000u64).map(|i| i * i).collect();
         let config = Config {

@@ -24,6 +24,10 @@ use crate::xindex::key::IndexKey;
 /// searches the pivots (a slot is 8 bytes: 25 of them span 4 cache lines).
 const SLOT_PREFETCH_RADIUS: usize = 12;
 
+/// The longest run of pivots with equal hints and tie hints that a lookup searches directly (a
+/// binary search of at most four comparisons); a longer one is left to the root model.
+const MAX_PIVOT_RUN: usize = 16;
+
 /// The root of XIndex-R.
 pub(crate) struct Root<K: IndexKey> {
     pivots: Box<[K]>,
@@ -110,9 +114,9 @@ impl<K: IndexKey> Root<K> {
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
             // the pivots below `key` without touching the pivots' heap blocks. A key outside
             // their shared prefix is below or above them all. A run of equal hints narrows on
-            // the tie hints; what still ties is left to the pivots: one tie is one comparison,
-            // a run of them (pivots that share sixteen bytes past the shared prefix) the root
-            // model's search.
+            // the tie hints; what still ties (pivots that share sixteen bytes past the shared
+            // prefix, as a URL's site) is searched among those pivots alone, or by the root
+            // model when they are more than `MAX_PIVOT_RUN`.
             let hints = &self.hints;
             let hint = match K::hint_past(key, self.pivots[1].borrow(), self.hint_skip) {
                 Ok(hint) => hint,
@@ -127,11 +131,10 @@ impl<K: IndexKey> Root<K> {
             let tie = K::tie_hint(key, self.hint_skip);
             let from = pos + self.tie_hints[pos..run_end].partition_point(|&t| t < tie);
             let to = from + self.tie_hints[from..run_end].partition_point(|&t| t <= tie);
-            match to - from {
-                0 => from,
-                1 => from + usize::from(self.pivots[1 + from].borrow() <= key),
-                _ => K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ()),
+            if to - from > MAX_PIVOT_RUN {
+                return K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ());
             }
+            from + self.pivots[1 + from..1 + to].partition_point(|pivot| pivot.borrow() <= key)
         })
     }
 
