@@ -269,6 +269,12 @@ impl<K: IndexKey> Group<K> {
         unsafe { self.bases.prefix(self.models.trained) }
     }
 
+    /// The tie hints of the keys the models were trained on, as the node reads them (none
+    /// where the records keep none), for checks.
+    pub(crate) fn trained_tie_hints(&self) -> &[K::Hint] {
+        self.trained().tie_hints
+    }
+
     /// The models and the position each starts at.
     pub(crate) fn models(&self) -> &[(usize, K::Model)] {
         &self.models
@@ -346,7 +352,8 @@ impl<K: IndexKey> Group<K> {
         // model's prefix, with the smallest hint, may lie below the records' prefix too, and
         // then its bytes past the hint are no tie hint: runs of the smallest hint are left to
         // the keys. (A key placed above its model's prefix lies below the next model's keys,
-        // so within the records' prefix: its own hint is the largest, its tie hint valid.)
+        // so within the records' prefix: where the model's keys end in a run of the largest
+        // hint, that is the key's own hint too, and its tie hint valid.)
         let ties = trained.tie_hints.get(start..end).unwrap_or_default();
         let (pos, run_end) = if ties.is_empty() || hint == K::Hint::default() {
             (pos, run_end)
@@ -729,7 +736,8 @@ mod tests {
         let mut probes = probes.to_vec();
         for key in keys {
             let mut next = key.clone();
-            *next.last_mut().expect("non-empty") += 1;
+            let last = next.last_mut().expect("non-empty");
+            *last = last.wrapping_add(1);
             probes.extend([key.clone(), next, [key.as_slice(), b"+"].concat()]);
             probes.extend([8, 12, 16, 17].map(|len| key[..len.min(key.len())].to_vec()));
         }
@@ -783,7 +791,7 @@ mod tests {
     fn keys_below_the_records_prefix_skip_the_tie_hints() {
         // A run of the smallest hints (eight zero bytes): a key below the records' prefix is
         // placed with that hint, but its bytes past it are no tie hint to compare. And a run of
-        // the largest (eight 0xff bytes), which keys above it reach with hints of their own.
+        // the largest (eight 0xff bytes), which keys inside it reach with hints of their own.
         let tied = |run: &[u8]| -> Vec<Vec<u8>> {
             (0..20)
                 .map(|i| [run, format!("{i:08}-{:024}", 0).as_bytes()].concat())
@@ -802,6 +810,39 @@ mod tests {
             keys.sort();
             check_hinted_group(&keys, &outside, true);
         }
+    }
+
+    #[test]
+    fn keys_above_a_model_in_a_run_of_the_largest_hints_compare_their_tie_hints() {
+        // Three models over even thirds: short keys, then two runs of the largest hint (eight
+        // 0xff bytes past `xyz`) that differ at their tie hints. A key above the second
+        // model's prefix and below the third model's keys is placed at the second model's end
+        // with the largest hint, which is its own, and narrows on its own tie hint.
+        let run = |digit: char| -> Vec<Vec<u8>> {
+            (0..20)
+                .map(|i| {
+                    [
+                        &b"xyz"[..],
+                        &[0xff; 8],
+                        format!("{digit}{i:07}-{:024}", 0).as_bytes(),
+                    ]
+                    .concat()
+                })
+                .collect()
+        };
+        let mut keys: Vec<Vec<u8>> = (0..20u8)
+            .map(|i| [&b"xyz\xff\xff\0"[..], &[i]].concat())
+            .collect();
+        keys.extend(run('0'));
+        keys.extend(run('5'));
+        let above = |tail: &[u8]| [&b"xyz"[..], &[0xff; 8], tail].concat();
+        let probes = [
+            above(b"1"),
+            above(b"0000001"),
+            above(b"4zzzzzzzz"),
+            above(b"0\xff"),
+        ];
+        check_hinted_group(&keys, &probes, true);
     }
 
     #[test]

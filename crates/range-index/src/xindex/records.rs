@@ -44,10 +44,10 @@ use crate::xindex::key::IndexKey;
 /// over before one falls outside, and the hints keep six bytes that tell keys apart.
 const HINT_SKIP_SLACK: usize = 2;
 
-/// Records keep tie hints ([`IndexKey::tie_hint`]) when more than one pair of neighbouring
-/// keys in this many has equal hints and a second key held out of line (URL-like keys that
-/// share a site, a section and a date): each such tie would otherwise cost a search one miss
-/// for the key's slot and one for its heap block.
+/// Records keep tie hints ([`IndexKey::tie_hint`]) when the pairs of neighbouring keys with
+/// equal hints whose second key is held out of line are more than one in this many keys
+/// (URL-like keys that share a site, a section and a date): each such tie would otherwise cost
+/// a search one miss for the key's slot and one for its heap block.
 const TIE_HINT_SHARE: usize = 4;
 
 /// A group's sorted records with spare capacity.

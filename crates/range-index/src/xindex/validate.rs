@@ -97,11 +97,13 @@ impl<K: IndexKey> Restructurer<'_, K> {
                 "group {pivot:?}: the hint of {key:?} past {skip} bytes"
             );
         }
-        // Tie hints, where the records keep them, are one per key, each the key's own.
+        // Tie hints, where the records keep them, are each key's own, and the node finds the
+        // same ones through its bases (where its searches read them).
         let ties = records.tie_hints();
+        let seen = group.trained_tie_hints();
         assert!(
-            ties.is_empty() || ties.len() == keys.len(),
-            "group {pivot:?}: a tie hint per key or none"
+            seen.is_empty() == ties.is_empty() && ties.starts_with(seen),
+            "group {pivot:?}: the node's tie hints are its records'"
         );
         for (key, tie) in keys.iter().map(K::query).zip(ties) {
             assert_eq!(
