@@ -703,30 +703,9 @@ mod tests {
                 keys.push([prefix.as_slice(), &[b'0' + (2 * i) as u8]].concat());
             }
         }
-        let stored: Vec<_> = keys.iter().map(|k| Vec::<u8>::to_stored(k)).collect();
-        for models in 1..=4 {
-            let cells = (0..keys.len() as u64).map(record::live).collect();
-            let g = Group::<Vec<u8>>::new(
-                keys[0].clone(),
-                Records::new(stored.clone(), cells, 0),
-                train(&stored, models),
-                Arc::new(DeltaIndex::new()),
-                ptr::null_mut(),
-            );
-            let mut probes = keys.clone();
-            for key in &keys {
-                probes.push(key[..8].to_vec());
-                probes.push([&key[..8], &[key[8] + 1]].concat());
-                probes.push([key.as_slice(), b"+"].concat());
-            }
-            for probe in &probes {
-                let expected = keys.partition_point(|k| k < probe);
-                assert_eq!(g.lower_bound(probe), expected, "{models} models, {probe:?}");
-                let found = keys.get(expected).is_some_and(|k| k == probe);
-                let value = g.record(probe).map(|cell| cell.read().1);
-                assert_eq!(value, found.then_some(expected as u64), "{probe:?}");
-            }
-        }
+        // Each key's eight-byte prefix and the key one above it in its last byte are probed
+        // too; the keys, held inline, keep no tie hints.
+        check_hinted_group(&keys, &[], false);
     }
 
     /// A group over `keys` with 1 to 4 models, its lower bounds and records checked against

@@ -607,8 +607,8 @@ mod tests {
         use crate::OrderedIndex;
         use crate::xindex::XIndex;
         // Small groups, so that one site's pivots tie on their hints and tie hints (both
-        // within the site's name): 3 pivots of one site, about 30 of another, which the root
-        // searches among themselves and by its model.
+        // within the site's name): a few pivots of one site, about 30 of another, which the
+        // root searches among themselves and by its model.
         let key = |site: &str, i: u32| format!("https://www.{site}.com/{i:08}/page").into_bytes();
         let mut keys: Vec<Vec<u8>> = (0..200).map(|i| key("aaaaaaaaaaaaaaaa", 2 * i)).collect();
         keys.extend((0..2_000).map(|i| key("bbbbbbbbbbbbbbbb", 2 * i)));

@@ -125,8 +125,9 @@ impl<K: IndexKey> Bases<K> {
     #[inline]
     pub(crate) unsafe fn prefix<'a>(&self, len: usize) -> Prefix<'a, K> {
         // SAFETY: by the caller's contract the arrays are alive for `'a` and their first `len`
-        // slots initialised and immutable; `UnsafeCell<MaybeUninit<T>>` and `UnsafeCell<T>`
-        // have the layout of `T`.
+        // slots initialised and immutable, and so are the `len` tie hints from `tie_hints_at`
+        // (the capacity, where the hints' array holds twice as many slots, `len` at most the
+        // capacity); `UnsafeCell<MaybeUninit<T>>` and `UnsafeCell<T>` have the layout of `T`.
         unsafe {
             Prefix {
                 keys: slice::from_raw_parts(self.keys.as_ptr(), len),

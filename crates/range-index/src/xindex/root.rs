@@ -25,7 +25,7 @@ use crate::xindex::key::IndexKey;
 const SLOT_PREFETCH_RADIUS: usize = 12;
 
 /// The longest run of pivots with equal hints and tie hints that a lookup searches directly (a
-/// binary search of at most four comparisons); a longer one is left to the root model.
+/// binary search of about four comparisons); a longer one is left to the root model.
 const MAX_PIVOT_RUN: usize = 16;
 
 /// The root of XIndex-R.
