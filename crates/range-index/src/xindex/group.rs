@@ -34,7 +34,7 @@ use learned_model::{KeyModel, search};
 use smallvec::SmallVec;
 
 use crate::xindex::delta::DeltaIndex;
-use crate::xindex::key::IndexKey;
+use crate::xindex::key::{IndexKey, tied_run};
 pub(crate) use crate::xindex::records::Records;
 use crate::xindex::records::{Bases, Prefix};
 
@@ -355,22 +355,15 @@ impl<K: IndexKey> Group<K> {
         // so within the records' prefix: where the model's keys end in a run of the largest
         // hint, that is the key's own hint too, and its tie hint valid.)
         let ties = trained.tie_hints.get(start..end).unwrap_or_default();
-        let (pos, run_end) = if ties.is_empty() || hint == K::Hint::default() {
-            (pos, run_end)
+        let run = if ties.is_empty() || hint == K::Hint::default() {
+            pos..run_end
         } else {
-            let tie = K::tie_hint(key, trained.hint_skip);
-            let from = pos + ties[pos..run_end].partition_point(|&t| t < tie);
-            let to = from + ties[from..run_end].partition_point(|&t| t <= tie);
-            match to - from {
-                0 => return from,
-                1 => return from + usize::from(K::query(&slice[from]) < key),
-                _ => (from, to),
-            }
+            tied_run(ties, pos..run_end, K::tie_hint(key, trained.hint_skip))
         };
-        if run_end - pos > MAX_HINT_RUN {
+        if run.len() > MAX_HINT_RUN {
             return K::stored_lower_bound(model, slice, key);
         }
-        pos + slice[pos..run_end].partition_point(|k| K::query(k) < key)
+        run.start + slice[run].partition_point(|k| K::query(k) < key)
     }
 
     /// The first array position whose key is `>= key` (`keys().len()` if none).

@@ -144,6 +144,13 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     fn summary(query: &Self::Query) -> u64;
 }
 
+/// The positions of `run` (a run of equal hints) whose tie hints equal `tie`, the tie hint of
+/// a key with that hint: the keys before them are below the key, those after above it.
+pub(crate) fn tied_run<H: Ord + Copy>(ties: &[H], run: Range<usize>, tie: H) -> Range<usize> {
+    let from = run.start + ties[run.clone()].partition_point(|&t| t < tie);
+    from..from + ties[from..run.end].partition_point(|&t| t <= tie)
+}
+
 /// How many of `pivots` are `<= key`, given the lower bound `lb` of `key` in `pivots`.
 fn count_at_or_below<K: Key>(pivots: &[K], key: &K::Query, lb: usize) -> usize {
     lb + usize::from(pivots.get(lb).is_some_and(|p| p.borrow() == key))

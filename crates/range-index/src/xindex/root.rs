@@ -18,7 +18,7 @@ use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::xindex::config::Config;
 use crate::xindex::group::Group;
-use crate::xindex::key::IndexKey;
+use crate::xindex::key::{IndexKey, tied_run};
 
 /// How many slots on each side of the root model's prediction a lookup requests while it
 /// searches the pivots (a slot is 8 bytes: 25 of them span 4 cache lines).
@@ -128,13 +128,17 @@ impl<K: IndexKey> Root<K> {
                 return pos;
             }
             let run_end = pos + hints[pos..].partition_point(|&h| h <= hint);
-            let tie = K::tie_hint(key, self.hint_skip);
-            let from = pos + self.tie_hints[pos..run_end].partition_point(|&t| t < tie);
-            let to = from + self.tie_hints[from..run_end].partition_point(|&t| t <= tie);
-            if to - from > MAX_PIVOT_RUN {
+            let tied = tied_run(
+                &self.tie_hints,
+                pos..run_end,
+                K::tie_hint(key, self.hint_skip),
+            );
+            if tied.len() > MAX_PIVOT_RUN {
                 return K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ());
             }
-            from + self.pivots[1 + from..1 + to].partition_point(|pivot| pivot.borrow() <= key)
+            tied.start
+                + self.pivots[1 + tied.start..1 + tied.end]
+                    .partition_point(|pivot| pivot.borrow() <= key)
         })
     }
 
