@@ -29,6 +29,7 @@ const MAX_NEW_KEYS: usize = 100_000;
 
 /// Where the keys come from.
 enum Source {
+    /// A SOSD file.
     File(PathBuf),
     /// A demo file of this many keys, written first and removed at the end.
     Demo(usize),
