@@ -11,7 +11,8 @@
 //! Modules, one per concept: [`config`](Config), `error`, `key` (what a key type provides:
 //! root model, initial grouping, the records' key form), `byte_key` (byte strings as records
 //! hold them), `records` (a group's sorted array with the sequential-insert spare slots,
-//! §3.5.2), `record` (Algorithm 5), `group`, `root`, `index` (the index and its point
+//! §3.5.2), `record` (Algorithm 5), `group`, `correction` (tables that move a model's
+//! predictions next to their keys, not in the paper), `root`, `index` (the index and its point
 //! operations), `scan`, the structural changes — `restructure` (what they share),
 //! `compaction` (Algorithm 3), `retrain` (model split and merge), `split` (Algorithm 4),
 //! `merge` (group merge), `root_update` — then `policy` (Table 2), `background`, `stats`,
@@ -24,6 +25,7 @@ mod background;
 mod byte_key;
 mod compaction;
 mod config;
+mod correction;
 mod delta;
 mod error;
 mod group;
