@@ -6,10 +6,11 @@
 //! drift with the position, so a table of the residuals' midpoints, one for each sixty-fourth of
 //! the model's predicted positions, moves a prediction next to its key (91% within 4 positions
 //! on the same keys). A lookup then requests a few lines around the corrected prediction
-//! instead of the model's whole window. Only integer models that cover enough keys keep a table:
-//! on small models (osm's hold about 80 keys) the table's bytes in the node cost more than the
-//! narrower requests save. The search from a corrected prediction is the same exponential search
-//! as from the model's own, and finds the lower bound wherever it starts.
+//! instead of the model's whole window. Only groups of integer models that all cover enough keys
+//! keep tables: where models are small (osm's hold about 80 keys) and the nodes do not stay
+//! cached, tables cost more than they save (up to 12% slower in a scratch build). The search
+//! from a corrected prediction is the same exponential search as from the model's own, and
+//! finds the lower bound wherever it starts.
 
 /// How many parts of a model's predicted positions share a correction.
 pub(crate) const BUCKETS: usize = 64;
@@ -24,7 +25,7 @@ pub(crate) type Table = [i8; BUCKETS];
 /// The part of a model over `len` keys that the prediction `predicted` (below `len`) falls in.
 #[inline]
 fn bucket(predicted: usize, len: usize) -> usize {
-    predicted * BUCKETS / len
+    (predicted * BUCKETS / len).min(BUCKETS - 1)
 }
 
 /// The corrections of a model over `len` keys from `(position, predicted)` of its trained
