@@ -774,7 +774,7 @@ mod tests {
             "corrected predictions are closer: {corrected} against {raw} positions in all"
         );
         for &key in &keys {
-            for probe in [key - 1, key, key + 1] {
+            for probe in [key.saturating_sub(1), key, key + 1] {
                 let expected = keys.partition_point(|&k| k < probe);
                 assert_eq!(g.lower_bound(&probe), expected, "{probe}");
                 let value = g.record(&probe).map(|cell| cell.read().1);
