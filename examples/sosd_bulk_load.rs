@@ -122,7 +122,7 @@ fn run(path: &Path, lookup_time: Duration) -> Result<(), Box<dyn Error>> {
     );
 
     check_range(&index, &pairs)?;
-    update(&index, &pairs)?;
+    update(&index, &pairs, threads)?;
     Ok(())
 }
 
@@ -215,7 +215,7 @@ fn check_range(index: &XIndex<u64>, pairs: &[(u64, u64)]) -> Result<(), Box<dyn 
 /// Inserts keys in the gaps between loaded keys, removes every other one, waits for the
 /// background threads to fold the rest into the groups, then checks the new and the loaded
 /// keys.
-fn update(index: &XIndex<u64>, pairs: &[(u64, u64)]) -> Result<(), Box<dyn Error>> {
+fn update(index: &XIndex<u64>, pairs: &[(u64, u64)], threads: usize) -> Result<(), Box<dyn Error>> {
     let new_keys: Vec<u64> = pairs
         .windows(2)
         .filter(|pair| pair[1].0 - pair[0].0 > 1)
@@ -250,7 +250,6 @@ fn update(index: &XIndex<u64>, pairs: &[(u64, u64)]) -> Result<(), Box<dyn Error
             return Err(format!("new key {key} reads {:?}", index.get(&key)).into());
         }
     }
-    let threads = thread::available_parallelism().map_or(1, |n| n.get());
     let wrong = check_all(index, pairs, threads);
     if wrong > 0 {
         return Err(format!("{wrong} loaded keys read back wrong after the updates").into());

@@ -500,9 +500,11 @@ impl<K: IndexKey> Group<K> {
         (start, end, model, corrections): ModelSlice<'_, K>,
         predicted: usize,
     ) {
-        let window = model.bounds().window(predicted, end - start);
         let (keys, cells) = (&trained.keys[start..end], &trained.cells[start..end]);
+        // The model's window, where the search has no corrected prediction to start from.
+        let window = || model.bounds().window(predicted, end - start);
         if K::HINTED {
+            let window = window();
             let hints = &trained.hints[start..end];
             prefetch::at(hints, predicted);
             prefetch::at(keys, predicted);
@@ -521,7 +523,7 @@ impl<K: IndexKey> Group<K> {
         } else {
             prefetch::at(keys, predicted);
             prefetch::at(cells, predicted);
-            prefetch::slice(&keys[window]);
+            prefetch::slice(&keys[window()]);
             prefetch::around(cells, predicted, RECORD_PREFETCH_RADIUS);
         }
     }
@@ -632,16 +634,23 @@ impl<K: IndexKey> Drop for Group<K> {
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
 pub(crate) fn train<K: IndexKey>(keys: &[K::Stored], count: usize) -> Models<K> {
     let count = count.max(1).min(keys.len());
+    let slice = |i: usize| i * keys.len() / count..(i + 1) * keys.len() / count;
     let list: SmallVec<_> = (0..count)
-        .map(|i| {
-            let start = i * keys.len() / count;
-            let end = (i + 1) * keys.len() / count;
-            (start, K::fit_stored(&keys[start..end]))
-        })
+        .map(|i| (slice(i).start, K::fit_stored(&keys[slice(i)])))
         .collect();
+    // The slices are even: every one holds at least the minimum when all of them together hold
+    // `count` times it.
+    let corrections = if K::HINTED || keys.len() < count * correction::MIN_CORRECTED_KEYS {
+        Box::default()
+    } else {
+        list.iter()
+            .enumerate()
+            .map(|(i, (_, model))| corrections::<K>(&keys[slice(i)], model))
+            .collect()
+    };
     let summary_at = |pos: usize| K::summary(K::query(&keys[pos]));
     Models {
-        corrections: corrections::<K>(keys, &list),
+        corrections,
         first_summaries: list.iter().map(|(start, _)| summary_at(*start)).collect(),
         last_summary: keys.len().checked_sub(1).map_or(0, summary_at),
         list,
@@ -649,44 +658,15 @@ pub(crate) fn train<K: IndexKey>(keys: &[K::Stored], count: usize) -> Models<K> 
     }
 }
 
-/// The corrections of `models` over `keys` ([`correction`]): one table per model for integer
-/// keys when every model covers at least [`correction::MIN_CORRECTED_KEYS`] keys, else none.
-fn corrections<K: IndexKey>(
-    keys: &[K::Stored],
-    models: &[(usize, K::Model)],
-) -> Box<[correction::Table]> {
-    let ends = models
-        .iter()
-        .skip(1)
-        .map(|(start, _)| *start)
-        .chain([keys.len()]);
-    let slices: Vec<(usize, usize, &K::Model)> = models
-        .iter()
-        .zip(ends)
-        .map(|((start, model), end)| (*start, end, model))
-        .collect();
-    if K::HINTED
-        || slices
-            .iter()
-            .any(|&(start, end, _)| end - start < correction::MIN_CORRECTED_KEYS)
-    {
-        return Box::default();
-    }
-    slices
-        .into_iter()
-        .map(|(start, end, model)| {
-            let placed = keys[start..end]
-                .iter()
-                .enumerate()
-                .filter_map(|(position, key)| {
-                    let query = K::query(key);
-                    K::predict(model, query, K::hint(query, 0))
-                        .ok()
-                        .map(|predicted| (position, predicted))
-                });
-            correction::table(end - start, placed)
-        })
-        .collect()
+/// The corrections ([`correction`]) of `model`, trained on `keys`.
+fn corrections<K: IndexKey>(keys: &[K::Stored], model: &K::Model) -> correction::Table {
+    let placed = keys.iter().enumerate().filter_map(|(position, key)| {
+        let query = K::query(key);
+        K::predict(model, query, K::hint(query, 0))
+            .ok()
+            .map(|predicted| (position, predicted))
+    });
+    correction::table(keys.len(), placed)
 }
 
 /// The fewest models, at most `max_models`, whose mean error is within `error_bound` (or
