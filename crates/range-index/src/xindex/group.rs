@@ -92,7 +92,7 @@ const INLINE_MODELS: usize = 4;
 /// Beside them sit the summaries ([`IndexKey::summary`]) of each model's first key and of the
 /// last trained key, so choosing a model reads this struct, not the keys' cache lines.
 pub(crate) struct Models<K: IndexKey> {
-    list: SmallVec<[(usize, K::Model); INLINE_MODELS]>,
+    list: ModelList<K>,
     /// The summary of `keys[start_i]`, one per model.
     first_summaries: SmallVec<[u64; INLINE_MODELS]>,
     /// The summary of the last trained key (0 when none was trained).
@@ -631,21 +631,45 @@ impl<K: IndexKey> Drop for Group<K> {
     }
 }
 
+/// A group's models without their corrections: `(start, model)`, as [`Models`] lists them.
+pub(crate) type ModelList<K> = SmallVec<[(usize, <K as learned_model::Key>::Model); INLINE_MODELS]>;
+
+/// Up to `count` models over even slices of `keys` (none when `keys` is empty), without
+/// corrections: what the policy's error checks weigh, and what [`train`] completes.
+pub(crate) fn fit<K: IndexKey>(keys: &[K::Stored], count: usize) -> ModelList<K> {
+    let count = count.max(1).min(keys.len());
+    (0..count)
+        .map(|i| {
+            let start = i * keys.len() / count;
+            (
+                start,
+                K::fit_stored(&keys[start..(i + 1) * keys.len() / count]),
+            )
+        })
+        .collect()
+}
+
 /// Up to `count` models over even slices of `keys` (none when `keys` is empty).
 pub(crate) fn train<K: IndexKey>(keys: &[K::Stored], count: usize) -> Models<K> {
-    let count = count.max(1).min(keys.len());
-    let slice = |i: usize| i * keys.len() / count..(i + 1) * keys.len() / count;
-    let list: SmallVec<_> = (0..count)
-        .map(|i| (slice(i).start, K::fit_stored(&keys[slice(i)])))
-        .collect();
+    completed(keys, fit::<K>(keys, count))
+}
+
+/// The models of `list`, fitted over even slices of `keys` ([`fit`]), with their corrections
+/// and summaries.
+fn completed<K: IndexKey>(keys: &[K::Stored], list: ModelList<K>) -> Models<K> {
+    let ends = list
+        .iter()
+        .skip(1)
+        .map(|(start, _)| *start)
+        .chain([keys.len()]);
     // The slices are even: every one holds at least the minimum when all of them together hold
-    // `count` times it.
-    let corrections = if K::HINTED || keys.len() < count * correction::MIN_CORRECTED_KEYS {
+    // the minimum once for every model.
+    let corrections = if K::HINTED || keys.len() < list.len() * correction::MIN_CORRECTED_KEYS {
         Box::default()
     } else {
         list.iter()
-            .enumerate()
-            .map(|(i, (_, model))| corrections::<K>(&keys[slice(i)], model))
+            .zip(ends)
+            .map(|((start, model), end)| corrections::<K>(&keys[*start..end], model))
             .collect()
     };
     let summary_at = |pos: usize| K::summary(K::query(&keys[pos]));
@@ -679,9 +703,9 @@ pub(crate) fn train_within<K: IndexKey>(
 ) -> Models<K> {
     let mut count = 1;
     loop {
-        let models = train(keys, count);
-        if count >= max_models.min(keys.len()) || mean_error::<K>(&models) <= error_bound as f64 {
-            return models;
+        let list = fit::<K>(keys, count);
+        if count >= max_models.min(keys.len()) || mean_error::<K>(&list) <= error_bound as f64 {
+            return completed(keys, list);
         }
         count += 1;
     }

@@ -27,7 +27,7 @@ use concurrency::Share;
 use concurrency::sync::atomic::AtomicPtr;
 
 use crate::xindex::config::Config;
-use crate::xindex::group::{Group, mean_error, train};
+use crate::xindex::group::{Group, fit, mean_error, train};
 use crate::xindex::index::{Inner, Restructurer};
 use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
@@ -305,7 +305,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
         }
         if error <= low
             && models > 1
-            && mean_error::<K>(&train::<K>(group.keys(), models - 1)) <= high
+            && mean_error::<K>(&fit::<K>(group.keys(), models - 1)) <= high
         {
             return Some(Restructure::MergeModel);
         }
@@ -335,7 +335,7 @@ impl<K: IndexKey> Restructurer<'_, K> {
             return false;
         }
         let keys: Vec<K::Stored> = first.keys().iter().chain(second.keys()).cloned().collect();
-        mean_error::<K>(&train::<K>(&keys, 1)) <= config.error_bound as f64
+        mean_error::<K>(&fit::<K>(&keys, 1)) <= config.error_bound as f64
     }
 
     /// Runs `change` on the group in root slot `slot` (the test hook); false if there is no
