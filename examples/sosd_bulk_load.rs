@@ -129,9 +129,11 @@ fn run(path: &Path, lookup_time: Duration) -> Result<(), Box<dyn Error>> {
 fn print_structure(index: &XIndex<u64>) {
     let stats = index.stats();
     println!(
-        "  {} groups, {} models, mean model error {:.1} positions, {:.1} bytes per key",
+        "  {} groups, {} models ({} with corrected predictions), mean model error {:.1} \
+         positions, {:.1} bytes per key",
         stats.groups,
         stats.models,
+        stats.corrected_models,
         stats.mean_error,
         stats.bytes as f64 / stats.keys.max(1) as f64
     );

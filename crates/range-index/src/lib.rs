@@ -83,6 +83,9 @@ pub struct Stats {
     pub records: usize,
     /// The mean over models of their largest absolute error, in positions.
     pub mean_error: f64,
+    /// Models whose predictions a table of residuals corrects (XIndex-R: learnkv's addition,
+    /// not in the paper; the README's design notes, "Corrected predictions").
+    pub corrected_models: usize,
     /// Keys held in delta indexes (buffers not yet merged), over all groups.
     pub delta_keys: usize,
     /// The largest number of keys held by one group's delta indexes.

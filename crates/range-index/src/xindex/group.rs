@@ -63,9 +63,10 @@ type ModelSlice<'g, K> = (
 /// and 32 was slower again.
 const RECORD_PREFETCH_RADIUS: usize = 12;
 
-/// How many keys and cells on each side of a corrected prediction ([`correction`]) a lookup
-/// requests: within 8 positions for 99% of 10M lognormal keys, 2 to 3 lines of keys and 3 to 4
-/// of cells (`lookup` at 2 threads, alternated with the model's window: lognormal 9–20% and
+/// How many keys (hints, for byte strings, whose key slots are requested as around any
+/// prediction) and cells on each side of a corrected prediction ([`correction`]) a lookup
+/// requests and searches first: within 8 positions for 99% of 10M lognormal keys, 2 to 3 lines
+/// of keys and 3 to 4 of cells (`lookup` at 2 threads, alternated with the model's window: lognormal 9–20% and
 /// uniform 5–18% faster; the measurement log, session 27).
 const CORRECTED_KEY_RADIUS: usize = 8;
 const CORRECTED_CELL_RADIUS: usize = 6;
@@ -297,6 +298,11 @@ impl<K: IndexKey> Group<K> {
         &self.models
     }
 
+    /// How many of the models keep corrections ([`correction`]): all of them, or none.
+    pub(crate) fn corrected_models(&self) -> usize {
+        self.models.corrections.len()
+    }
+
     /// Where to search for `key` among the trained `keys`: `Ok((start, end, model,
     /// corrections))`, the slice of them and the model responsible for it; or `Err(from)` when
     /// `key` lies above the trained keys (or nothing was trained), so its lower bound is at
@@ -338,7 +344,7 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn model_lower_bound(
         trained: &Prefix<'_, K>,
-        (start, end, model, _): ModelSlice<'_, K>,
+        found @ (start, end, model, _): ModelSlice<'_, K>,
         predicted: usize,
         key: &K::Query,
         hint: K::Hint,
@@ -348,7 +354,7 @@ impl<K: IndexKey> Group<K> {
             return search::exponential_lower_bound_by(slice, predicted, |k| K::query(k) < key);
         }
         let hints = &trained.hints[start..end];
-        let window = model.bounds().window(predicted, slice.len());
+        let window = Self::search_window(found, predicted);
         let pos = search::lower_bound_in_by(hints, window.clone(), |&h| h < hint);
         // Every hint before `pos` is below `hint`, so its key is below `key`; a greater hint at
         // `pos` means a greater key. Equal hints leave the order to the keys, and only the
@@ -411,14 +417,32 @@ impl<K: IndexKey> Group<K> {
         key: &K::Query,
     ) -> (usize, K::Hint) {
         let word = K::hint(key, 0);
-        match K::predict(model, key, word) {
-            Ok(at) if let Some(table) = corrections => {
-                (correction::apply(table, at, end - start), word)
+        let at = match K::predict(model, key, word) {
+            Ok(at) => corrections.map_or(at, |table| correction::apply(table, at, end - start)),
+            Err(std::cmp::Ordering::Less) => return (0, K::Hint::default()),
+            Err(_) => return (end - start - 1, K::MAX_HINT),
+        };
+        match trained.hint_skip {
+            0 => (at, word),
+            skip => (at, K::hint(key, skip)),
+        }
+    }
+
+    /// The positions of a model's slice where a search from `predicted` starts, relative to
+    /// the slice (the search widens past them when the key lies beyond): the few nearest a
+    /// corrected prediction, else the model's error window.
+    #[inline]
+    fn search_window(
+        (start, end, model, corrections): ModelSlice<'_, K>,
+        predicted: usize,
+    ) -> std::ops::Range<usize> {
+        let len = end - start;
+        match corrections {
+            Some(_) => {
+                predicted.saturating_sub(CORRECTED_KEY_RADIUS)
+                    ..predicted.saturating_add(CORRECTED_KEY_RADIUS + 1).min(len)
             }
-            Ok(at) if trained.hint_skip == 0 => (at, word),
-            Ok(at) => (at, K::hint(key, trained.hint_skip)),
-            Err(std::cmp::Ordering::Less) => (0, K::Hint::default()),
-            Err(_) => (end - start - 1, K::MAX_HINT),
+            None => model.bounds().window(predicted, len),
         }
     }
 
@@ -497,14 +521,12 @@ impl<K: IndexKey> Group<K> {
     #[inline]
     fn request_lines(
         trained: &Prefix<'_, K>,
-        (start, end, model, corrections): ModelSlice<'_, K>,
+        found @ (start, end, model, corrections): ModelSlice<'_, K>,
         predicted: usize,
     ) {
         let (keys, cells) = (&trained.keys[start..end], &trained.cells[start..end]);
-        // The model's window, where the search has no corrected prediction to start from.
-        let window = || model.bounds().window(predicted, end - start);
         if K::HINTED {
-            let window = window();
+            let window = Self::search_window(found, predicted);
             let hints = &trained.hints[start..end];
             prefetch::at(hints, predicted);
             prefetch::at(keys, predicted);
@@ -514,7 +536,11 @@ impl<K: IndexKey> Group<K> {
                 prefetch::slice(&ties[window]);
             }
             prefetch::around(keys, predicted, KEY_PREFETCH_RADIUS);
-            prefetch::around(cells, predicted, RECORD_PREFETCH_RADIUS);
+            let cell_radius = match corrections {
+                Some(_) => CORRECTED_CELL_RADIUS,
+                None => RECORD_PREFETCH_RADIUS,
+            };
+            prefetch::around(cells, predicted, cell_radius);
         } else if corrections.is_some() {
             prefetch::at(keys, predicted);
             prefetch::at(cells, predicted);
@@ -523,7 +549,7 @@ impl<K: IndexKey> Group<K> {
         } else {
             prefetch::at(keys, predicted);
             prefetch::at(cells, predicted);
-            prefetch::slice(&keys[window()]);
+            prefetch::slice(&keys[model.bounds().window(predicted, end - start)]);
             prefetch::around(cells, predicted, RECORD_PREFETCH_RADIUS);
         }
     }
@@ -664,13 +690,20 @@ fn completed<K: IndexKey>(keys: &[K::Stored], list: ModelList<K>) -> Models<K> {
         .chain([keys.len()]);
     // The slices are even: every one holds at least the minimum when all of them together hold
     // the minimum once for every model.
-    let corrections = if K::HINTED || keys.len() < list.len() * correction::MIN_CORRECTED_KEYS {
+    let corrections = if keys.len() < list.len() * correction::MIN_CORRECTED_KEYS {
         Box::default()
     } else {
-        list.iter()
+        let (tables, near): (Vec<_>, Vec<_>) = list
+            .iter()
             .zip(ends)
             .map(|((start, model), end)| corrections::<K>(&keys[*start..end], model))
-            .collect()
+            .unzip();
+        let near: usize = near.into_iter().sum();
+        if near * 10 >= keys.len() * correction::MIN_NEAR_TENTHS {
+            tables.into_boxed_slice()
+        } else {
+            Box::default()
+        }
     };
     let summary_at = |pos: usize| K::summary(K::query(&keys[pos]));
     Models {
@@ -682,15 +715,16 @@ fn completed<K: IndexKey>(keys: &[K::Stored], list: ModelList<K>) -> Models<K> {
     }
 }
 
-/// The corrections ([`correction`]) of `model`, trained on `keys`.
-fn corrections<K: IndexKey>(keys: &[K::Stored], model: &K::Model) -> correction::Table {
+/// The corrections ([`correction`]) of `model`, trained on `keys`, and how many of the keys
+/// they place within the positions a corrected lookup requests.
+fn corrections<K: IndexKey>(keys: &[K::Stored], model: &K::Model) -> (correction::Table, usize) {
     let placed = keys.iter().enumerate().filter_map(|(position, key)| {
         let query = K::query(key);
         K::predict(model, query, K::hint(query, 0))
             .ok()
             .map(|predicted| (position, predicted))
     });
-    correction::table(keys.len(), placed)
+    correction::table(keys.len(), placed, CORRECTED_KEY_RADIUS)
 }
 
 /// The fewest models, at most `max_models`, whose mean error is within `error_bound` (or
@@ -759,10 +793,20 @@ mod tests {
         }
     }
 
+    /// 4,096 keys that bow away from the lines of four models over them, up to about 30
+    /// positions (as lognormal keys curve within the error bound).
+    fn bowed_keys() -> Vec<u64> {
+        (0..4_096u64)
+            .map(|i| {
+                let bow = (i as f64 * std::f64::consts::PI / 1_024.0).sin();
+                (64 * i as i64 + (64.0 * 30.0 * bow) as i64) as u64
+            })
+            .collect()
+    }
+
     #[test]
     fn large_integer_models_keep_corrections_that_bring_predictions_closer() {
-        // Keys that curve within each model, as lognormal keys do.
-        let keys: Vec<u64> = (0..4_096u64).map(|i| i * i * 16 + i).collect();
+        let keys = bowed_keys();
         let g = test_group(keys.clone(), 4);
         assert_eq!(g.models.corrections.len(), 4);
         let trained = g.trained();
@@ -788,6 +832,48 @@ mod tests {
         // Models of fewer keys keep none.
         let small = test_group((0..1_000u64).map(|i| i * i).collect(), 4);
         assert!(small.models.corrections.is_empty());
+        // Nor do models whose keys come in clusters of 20 that each model predicts at about one
+        // position: no midpoint brings a cluster's keys within 8 positions.
+        let clustered = test_group((0..4_096u64).map(|i| i / 20 * 4_000 + i % 20).collect(), 4);
+        assert!(clustered.models.corrections.is_empty());
+    }
+
+    #[test]
+    fn large_byte_string_models_keep_corrections_and_find_every_key() {
+        // The integer test's keys as big-endian words (their zero high bytes the records'
+        // shared prefix, which the hints skip), each followed by a suffix; every seventh word
+        // starts a run of three keys, which their suffixes order.
+        let mut keys = Vec::new();
+        for (i, key) in bowed_keys().into_iter().enumerate() {
+            let word = key.to_be_bytes();
+            for copy in 0..if i % 7 == 0 { 3 } else { 1 } {
+                keys.push([word.as_slice(), b"/", &[b'a' + copy]].concat());
+            }
+        }
+        let stored: Vec<_> = keys.iter().map(|k| Vec::<u8>::to_stored(k)).collect();
+        let cells = (0..keys.len() as u64).map(record::live).collect();
+        let g = Group::<Vec<u8>>::new(
+            keys[0].clone(),
+            Records::new(stored.clone(), cells, 0),
+            train(&stored, 4),
+            Arc::new(DeltaIndex::new()),
+            ptr::null_mut(),
+        );
+        assert_eq!(g.models.corrections.len(), 4);
+        let trained = g.trained();
+        let (mut raw, mut corrected) = (0, 0);
+        for (i, key) in keys.iter().enumerate() {
+            let found @ (start, _, model, _) = g.model_for(trained.keys, key).expect("trained");
+            let (at, _) = Group::place(&trained, found, key);
+            let predicted = Vec::<u8>::predict(model, key, Vec::<u8>::hint(key, 0));
+            corrected += (start + at).abs_diff(i);
+            raw += (start + predicted.expect("within the model's prefix")).abs_diff(i);
+        }
+        assert!(
+            corrected * 4 < raw,
+            "corrected predictions are closer: {corrected} against {raw} positions in all"
+        );
+        check_hinted_group(&keys, &[], false);
     }
 
     #[test]
