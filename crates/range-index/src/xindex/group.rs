@@ -4,8 +4,9 @@
 //!
 //! The records ([`Records`]) are shared through an [`Arc`], so a model split can clone the
 //! group node and share them (§3.3, digest §3.9); with the sequential-insert hint they have
-//! spare capacity that appends fill (§3.5.2), beyond the models' training range. Model `i` covers an even slice of the array, starting at the
-//! position stored with it; a lookup picks the model with the largest start key `<=` the key.
+//! spare capacity that appends fill (§3.5.2), beyond the models' training range. Model `i`
+//! covers an even slice of the array, starting at the position stored with it; a lookup picks
+//! the model with the largest start key `<=` the key.
 //! A group whose every record was removed at compaction has no records and no models.
 //!
 //! # Lifetime of groups
@@ -66,8 +67,8 @@ const RECORD_PREFETCH_RADIUS: usize = 12;
 /// How many keys (hints, for byte strings, whose key slots are requested as around any
 /// prediction) and cells on each side of a corrected prediction ([`correction`]) a lookup
 /// requests and searches first: within 8 positions for 99% of 10M lognormal keys, 2 to 3 lines
-/// of keys and 3 to 4 of cells (`lookup` at 2 threads, alternated with the model's window: lognormal 9–20% and
-/// uniform 5–18% faster; the measurement log, session 27).
+/// of keys and 3 to 4 of cells (`lookup` at 2 threads, alternated with the model's window:
+/// lognormal 9–20% and uniform 5–18% faster; the measurement log, session 27).
 const CORRECTED_KEY_RADIUS: usize = 8;
 const CORRECTED_CELL_RADIUS: usize = 6;
 
