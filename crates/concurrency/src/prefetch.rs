@@ -16,8 +16,15 @@ pub const LINE: usize = 64;
 /// Requests the cache lines `items` spans (at most [`MAX_LINES`], from its start).
 #[inline]
 pub fn slice<T>(items: &[T]) {
-    let start = items.as_ptr().cast::<u8>();
-    let lines = lines_spanned(start as usize, std::mem::size_of_val(items)).min(MAX_LINES);
+    bytes(items.as_ptr().cast(), std::mem::size_of_val(items));
+}
+
+/// Requests the cache lines of the `len` bytes from `start` (at most [`MAX_LINES`], from the
+/// first): for an address that may no longer be valid, such as a hint kept beside a pointer
+/// (nothing is read, so a stale one costs only the request).
+#[inline]
+pub fn bytes(start: *const u8, len: usize) {
+    let lines = lines_spanned(start as usize, len).min(MAX_LINES);
     let first = start.wrapping_sub(start as usize % LINE);
     for index in 0..lines {
         line(first.wrapping_add(index * LINE));

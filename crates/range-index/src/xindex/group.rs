@@ -299,9 +299,9 @@ impl<K: IndexKey> Group<K> {
         &self.models
     }
 
-    /// How many of the models keep corrections ([`correction`]): all of them, or none.
-    pub(crate) fn corrected_models(&self) -> usize {
-        self.models.corrections.len()
+    /// The models' corrections ([`correction`]): one table per model, or none.
+    pub(crate) fn corrections(&self) -> &[correction::Table] {
+        &self.models.corrections
     }
 
     /// Where to search for `key` among the trained `keys`: `Ok((start, end, model,

@@ -329,6 +329,12 @@ impl<K: IndexKey> XIndex<K> {
         self.inner.pin().root().slot_count()
     }
 
+    /// The index pinned for the calling thread (unit tests of the crate's internals).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn pin(&self) -> Pinned<'_, K> {
+        self.inner.pin()
+    }
+
     /// Checks the structural invariants of digest §8 and panics with a description of the
     /// first violation (for tests). Call it while no other thread uses the index: it takes the
     /// restructure lock, but foreground operations running meanwhile could make its

@@ -109,6 +109,9 @@ impl<K: IndexKey> Inner<K> {
         batch.flush();
         if regrouped {
             restructurer.update_root(&mut |_| {});
+        } else if changed {
+            let root = restructurer.root();
+            root.refresh_table_hints(0..root.slot_count());
         }
         changed
     }
@@ -141,6 +144,9 @@ impl<K: IndexKey> Inner<K> {
             }
         }
         batch.flush();
+        if changed {
+            root.refresh_table_hints(share.items(root.slot_count()));
+        }
         changed
     }
 }

@@ -8,10 +8,22 @@
 //! split that the root does not index yet). The root is published through the index's
 //! `AtomicPtr` and, like groups, is only dereferenced under protection (see
 //! [`group`](crate::xindex::group)'s module comment).
+//!
+//! Beside each slot the root keeps where its group's correction tables lie (learnkv's
+//! addition; README design notes, "Corrected predictions"), so that a lookup requests them
+//! together with the group node instead of after it: the node names the table's address only
+//! once it has arrived, and with a thousand groups the nodes and tables together (about 660 KiB
+//! for 10M lognormal keys) outgrow a core's L2 cache, so each is a miss of its own. The hints
+//! are only ever requested, never read through, so a stale one (a group compacted since) costs
+//! a wasted request and nothing else; the passes that replace groups refresh them
+//! ([`Root::refresh_table_hints`]), a root update builds them anew.
 
 use std::cmp::Ordering as KeyOrder;
 use std::mem::size_of;
 use std::ops::Bound;
+// Plain atomics for the table hints, not the loom shim's: the hints take no part in any
+// protocol (they are requested, never read through), so loom models need not explore them.
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
@@ -45,6 +57,32 @@ pub(crate) struct Root<K: IndexKey> {
     /// The model over `pivots[1..]` (none with one group): the first group's pivot is the
     /// smallest key, minus infinity for routing, and would only skew the model.
     model: Option<K::RootModel>,
+    /// One per slot, where the slot's group keeps its correction tables (module comment); none
+    /// when no group kept tables as the root was built (osm's 36K groups: no array to load).
+    table_hints: Box<[TableHint]>,
+}
+
+/// Where a group's correction tables lie, as last seen: a prefetch hint, never dereferenced.
+#[derive(Default)]
+struct TableHint {
+    address: AtomicUsize,
+    len: AtomicUsize,
+}
+
+impl TableHint {
+    /// Notes where `group`'s tables lie (none: no group).
+    fn set<K: IndexKey>(&self, group: Option<&Group<K>>) {
+        let tables = group.map_or(&[][..], Group::corrections);
+        self.address.store(tables.as_ptr() as usize, Relaxed);
+        self.len.store(std::mem::size_of_val(tables), Relaxed);
+    }
+
+    /// Requests the lines of the tables last noted.
+    #[inline]
+    fn request(&self) {
+        let address = self.address.load(Relaxed) as *const u8;
+        prefetch::bytes(address, self.len.load(Relaxed));
+    }
 }
 
 impl<K: IndexKey> Root<K> {
@@ -77,14 +115,38 @@ impl<K: IndexKey> Root<K> {
             .collect();
         let previous = previous.and_then(|root| root.model.as_ref());
         let model = (pivots.len() > 1).then(|| K::train_root(&pivots[1..], previous, config));
-        let slots = groups.into_iter().map(AtomicPtr::new).collect();
-        Self {
+        let slots: Box<[_]> = groups.into_iter().map(AtomicPtr::new).collect();
+        let mut root = Self {
             pivots,
             hint_skip,
             hints,
             tie_hints,
             slots,
             model,
+            table_hints: Box::default(),
+        };
+        let keeps_tables = |slot| {
+            root.group(slot)
+                .is_some_and(|g| !g.corrections().is_empty())
+        };
+        if (0..root.slots.len()).any(keeps_tables) {
+            root.table_hints = (0..root.slots.len())
+                .map(|_| TableHint::default())
+                .collect();
+            root.refresh_table_hints(0..root.slots.len());
+        }
+        root
+    }
+
+    /// Notes where the groups of `slots` keep their correction tables now (the root must have
+    /// been reached under protection, as for [`Root::group`]); nothing if the root keeps no
+    /// hints.
+    pub(crate) fn refresh_table_hints(&self, slots: impl Iterator<Item = usize>) {
+        if self.table_hints.is_empty() {
+            return;
+        }
+        for slot in slots {
+            self.table_hints[slot].set(self.group(slot));
         }
     }
 
@@ -172,6 +234,9 @@ impl<K: IndexKey> Root<K> {
     #[inline]
     pub(crate) fn locate_with_end(&self, key: &K::Query) -> (&Group<K>, Option<&K>) {
         let slot = self.slot_of(key);
+        if let Some(hint) = self.table_hints.get(slot) {
+            hint.request();
+        }
         let mut group = (0..=slot)
             .rev()
             .find_map(|i| self.group(i))
@@ -246,5 +311,77 @@ impl<K: IndexKey> Root<K> {
             + pivots
             + self.pivots.len()
                 * (size_of::<K>() + 2 * size_of::<K::Hint>() + size_of::<AtomicPtr<Group<K>>>())
+            + self.table_hints.len() * size_of::<TableHint>()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::OrderedIndex;
+    use crate::xindex::XIndex;
+
+    /// For every slot, the table hint and where the slot's group keeps its tables.
+    fn hints_and_tables(index: &XIndex<u64>) -> Vec<((usize, usize), (usize, usize))> {
+        let pinned = index.pin();
+        let root = pinned.root();
+        assert_eq!(root.table_hints.len(), root.slot_count());
+        (0..root.slot_count())
+            .map(|slot| {
+                let hint = &root.table_hints[slot];
+                let tables = root.group(slot).map_or(&[][..], Group::corrections);
+                (
+                    (hint.address.load(Relaxed), hint.len.load(Relaxed)),
+                    (tables.as_ptr() as usize, size_of_val(tables)),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn table_hints_follow_the_groups_through_compactions() {
+        // Keys that curve within every model, so that the groups keep corrections.
+        let pairs: Vec<(u64, u64)> = (1..200_000u64).map(|i| (i * i * 4, i)).collect();
+        let config = Config {
+            background_threads: 0,
+            compaction_ratio: 0,
+            ..Config::default()
+        };
+        let index = XIndex::bulk_load(&pairs, config).expect("a valid load");
+        assert!(index.stats().corrected_models > 0, "the groups keep tables");
+        let loaded = hints_and_tables(&index);
+        assert!(loaded.iter().all(|(hint, tables)| hint == tables));
+        // Keys between the loaded ones in every group's delta index, enough for a compaction
+        // of each (more than the threshold of 8) and too few for a split.
+        for i in (1..200_000u64).step_by(200) {
+            index.insert(i * i * 4 + 1, i);
+        }
+        assert!(index.maintenance_step());
+        let compacted = hints_and_tables(&index);
+        assert_eq!(compacted.len(), loaded.len(), "no group split or merged");
+        assert!(compacted.iter().all(|(hint, tables)| hint == tables));
+        let replaced = compacted
+            .iter()
+            .zip(&loaded)
+            .filter(|(now, then)| now.1 != then.1)
+            .count();
+        assert!(
+            replaced * 2 > loaded.len(),
+            "most groups were compacted, their tables new: {replaced} of {}",
+            loaded.len()
+        );
+        // The compaction passes of the background threads' shares refresh their own slots.
+        for i in (100..200_000u64).step_by(200) {
+            index.insert(i * i * 4 + 2, i);
+        }
+        assert!(index.compact_share(0, 2) && index.compact_share(1, 2));
+        let shared = hints_and_tables(&index);
+        assert!(shared.iter().all(|(hint, tables)| hint == tables));
+        assert!(
+            shared
+                .iter()
+                .zip(&compacted)
+                .any(|(now, then)| now.1 != then.1)
+        );
     }
 }

@@ -51,7 +51,7 @@ impl<K: IndexKey> Pinned<'_, K> {
         for group in root.groups() {
             stats.groups += 1;
             stats.models += group.models().len();
-            stats.corrected_models += group.corrected_models();
+            stats.corrected_models += group.corrections().len();
             error_sum += group.mean_error() * group.models().len() as f64;
             let tmp = group.tmp_buf();
             let mut delta = tmp.map_or(0, |t| t.len());
