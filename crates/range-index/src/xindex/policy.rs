@@ -49,7 +49,8 @@ impl<K: IndexKey> Inner<K> {
     /// [`COMPACTION_BATCH`], run together ([`Restructurer::compact_all`]) when it is full,
     /// before any other change, and at the end of the pass. A deferred group keeps its link:
     /// a later change touches only groups after it, and the root update runs after the last
-    /// batch. A group linked from another's `next` (a later piece of a split the root does
+    /// batch. A pass that changed groups without a root update refreshes the root's table
+    /// hints ([`Root::refresh_table_hints`](crate::xindex::root::Root::refresh_table_hints)). A group linked from another's `next` (a later piece of a split the root does
     /// not index yet), or that has a `next`, is compacted at once.
     ///
     /// [`compaction_pass`]: Self::compaction_pass
@@ -122,7 +123,8 @@ impl<K: IndexKey> Inner<K> {
     /// [`maintenance_pass`](Self::maintenance_pass). It holds its share of the
     /// restructure lock, so the passes of the split's other shares run at the same time (a pass
     /// of the same share, or of another split, waits); it makes no other change (splits,
-    /// merges and root updates need the lock exclusively). True if it compacted anything.
+    /// merges and root updates need the lock exclusively), then refreshes the root's table
+    /// hints of its slots. True if it compacted anything.
     pub(crate) fn compaction_pass(&self, trigger: CompactionTrigger, share: Share) -> bool {
         let restructurer = self.partial_restructurer(share);
         let root = restructurer.root();
