@@ -2,8 +2,9 @@
 //! pre-filled keys put the next insert one step from a split: an insert that splits a leaf (the
 //! root leaf; a leaf under an inner node; a leaf, then the inner root it filled) against
 //! optimistic lookups of moved keys, an update of a moved neighbour through its cell's lock, and
-//! iterations forward and backward; two inserts of the same absent key; and a split among byte keys whose summaries
-//! tie.
+//! iterations forward and backward; the first inserts into an empty tree, which plant its root
+//! leaf, against each other and against a lookup and iterations; two inserts of the same absent
+//! key; and a split among byte keys whose summaries tie.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p range-index
 //! --test loom_delta`.
@@ -191,6 +192,50 @@ fn leaf_split_then_root_split_vs_get() {
         inserter.join().expect("the inserter does not panic");
         assert_eq!(value_of(tree, 90), Some(900));
         assert_keys(tree, &[10, 20, 30, 40, 50, 60, 70, 80, 90]);
+    });
+}
+
+/// Two inserts into an empty tree, which has no node yet: both plant a root leaf, one plant
+/// wins, and both keys land in it.
+#[test]
+fn first_inserts_plant_one_root_leaf() {
+    common::model(|| {
+        let tree = tree_of(&[]);
+        let other = thread::spawn(move || tree.get_or_insert(20, 20).1);
+        thread::yield_now();
+        let inserted = tree.get_or_insert(10, 10).1;
+        let other_inserted = other.join().expect("the other inserter does not panic");
+        assert!(inserted && other_inserted, "both keys were absent");
+        assert_keys(tree, &[10, 20]);
+    });
+}
+
+/// An insert into an empty tree, which plants its root leaf, against a lookup and iterations
+/// both ways: each sees the tree empty or holding the key, and once the lookup has seen the
+/// key, the iterations that follow it see it too.
+#[test]
+fn first_insert_vs_get_and_iterations() {
+    common::model(|| {
+        let tree = tree_of(&[]);
+        let inserter = thread::spawn(move || assert!(tree.get_or_insert(10, 100).1));
+        thread::yield_now();
+        let seen = value_of(tree, 10);
+        assert!(matches!(seen, None | Some(100)), "get(10) = {seen:?}");
+        let forward = keys_of(tree);
+        let backward: Vec<u64> = tree
+            .iter_rev(Bound::Unbounded)
+            .map(|(key, _)| *key)
+            .collect();
+        for keys in [&forward, &backward] {
+            assert!(
+                keys.is_empty() || keys == &[10],
+                "an iteration saw {keys:?}"
+            );
+            assert!(seen.is_none() || keys == &[10], "10 seen, then missed");
+        }
+        inserter.join().expect("the inserter does not panic");
+        assert_eq!(value_of(tree, 10), Some(100));
+        assert_keys(tree, &[10]);
     });
 }
 

@@ -33,7 +33,14 @@
 //!   come from two [`Arena`]s, dropped with the index (which has `&mut self` then). An insert
 //!   never calls `malloc` for a node or an entry of its own, and dropping a buffer frees a few
 //!   chunks, not a block per key (see the arena's docs for the stalls this avoids). A
-//!   consequence used below: the leftmost leaf never changes.
+//!   consequence used below: the leftmost leaf never changes, and neither does any inner
+//!   node's first child, so descending through first children always ends at that leaf.
+//! - **No node until the first insert.** An empty delta index holds no node: its root pointer
+//!   is null, and lookups and iterations of it end there. The first insert plants the root leaf
+//!   with a compare-and-swap on that pointer; an insert that loses the race leaves its leaf
+//!   unused in the arena (freed with the tree) and descends into the winner's. A group's buffer
+//!   starts empty at every compaction, so at the fanout below an eager first leaf (1.5 KiB per
+//!   group) would cost osm's 36K groups about 54 MiB.
 //! - **Separators are entries.** An inner node's separator is a pointer to the entry whose key
 //!   is the smallest of the right subtree; entries are immutable and immortal, so separators
 //!   are too. Inner nodes route `key` to the child after the last separator `<= key`.
@@ -72,8 +79,11 @@
 //!   Counts are `Relaxed`: they are only trusted once the node's version validates
 //!   ([`NodeLock`] supplies the fences).
 //! - **Fanout.** `FANOUT` is the most children of an inner node (`FANOUT - 1` separators) and
-//!   the most entries of a leaf; it defaults to the reference code's 16. Loom models use 4 so
-//!   that a few inserts split.
+//!   the most entries of a leaf; it defaults to 64, where the reference code has 16. A group's
+//!   buffer gathers a few hundred keys between two compactions: three levels at 16, two at 64,
+//!   and each level is a miss once the arrays' windows have pushed the buffers out of the caches
+//!   (inserts of the `rw` mix at write ratio 0.5 took a sixth less time; the measurement log,
+//!   session 31). Loom models use 4 so that a few inserts split.
 //!
 //! - **Summaries beside the pointers.** Each key slot also holds the key's 64-bit order summary
 //!   ([`IndexKey::summary`]: the key itself for `u64`, the first eight bytes of a byte string),
@@ -391,8 +401,8 @@ enum Step<'a, K, const FANOUT: usize> {
         pos: usize,
         guard: NodeWriteGuard<'a>,
     },
-    /// A full node on the way was split; start again.
-    Split,
+    /// The tree grew (its root leaf planted, or a full node on the way split); start again.
+    Grown,
 }
 
 /// A group's delta index (XIndex §3.5.1): a concurrent ordered map from keys to
@@ -405,7 +415,7 @@ enum Step<'a, K, const FANOUT: usize> {
 /// revives them under their lock; the index itself only inserts.
 ///
 /// `FANOUT` is the most children of an inner node and the most entries of a leaf (at least 4;
-/// 16 by default, as in the reference code).
+/// 64 by default, four times the reference code's: see the module docs).
 ///
 /// ```
 /// use range_index::xindex::DeltaIndex;
@@ -426,12 +436,9 @@ enum Step<'a, K, const FANOUT: usize> {
 /// assert!(buffer.get(&7).is_some_and(|c| c.read().0.is_removed()));
 /// assert_eq!(buffer.len(), 1);
 /// ```
-pub struct DeltaIndex<K: IndexKey, const FANOUT: usize = 16> {
-    /// The root node; replaced (never freed) when the root splits.
+pub struct DeltaIndex<K: IndexKey, const FANOUT: usize = 64> {
+    /// The root node, null until the first insert; replaced (never freed) when the root splits.
     root: AtomicPtr<Node<K, FANOUT>>,
-    /// The leftmost leaf, which never changes (splits keep the left half in place). An atomic
-    /// only so that the index is `Send + Sync` without an `unsafe impl`.
-    head: AtomicPtr<Node<K, FANOUT>>,
     /// Keys inserted so far.
     len: AtomicUsize,
     /// Every entry, which owns its key.
@@ -446,27 +453,22 @@ const FIRST_ENTRY_CHUNK: usize = 8;
 /// The most entries of one arena chunk (24 KiB for `u64` keys).
 const MAX_ENTRY_CHUNK: usize = 1024;
 
-/// The most nodes of one arena chunk (26 KiB at the default fanout and `u64` keys); the first
+/// The most nodes of one arena chunk (24 KiB at the default fanout and `u64` keys); the first
 /// chunk holds the first leaf alone.
-const MAX_NODE_CHUNK: usize = 64;
+const MAX_NODE_CHUNK: usize = 16;
 
 impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
-    /// An empty delta index (one empty leaf).
+    /// An empty delta index (no node until the first insert).
     pub fn new() -> Self {
         const {
             assert!(FANOUT >= 4, "a delta index needs a fanout of at least 4");
         }
-        let index = Self {
+        Self {
             root: AtomicPtr::new(ptr::null_mut()),
-            head: AtomicPtr::new(ptr::null_mut()),
             len: AtomicUsize::new(0),
             entries: Arena::new(FIRST_ENTRY_CHUNK, MAX_ENTRY_CHUNK),
             nodes: Arena::new(1, MAX_NODE_CHUNK),
-        };
-        let leaf = ptr::from_ref(index.nodes.alloc(Node::new(true))).cast_mut();
-        index.root.store(leaf, Ordering::Relaxed);
-        index.head.store(leaf, Ordering::Relaxed);
-        index
+        }
     }
 
     /// The cell of `key`, if `key` was inserted; removed entries included (the caller reads the
@@ -505,7 +507,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
                     guard.unlock();
                     return (&entry.cell, true);
                 }
-                Ok(Step::Split) => {}
+                Ok(Step::Grown) => {}
                 Err(Restart) => backoff.snooze(),
             }
         }
@@ -516,7 +518,9 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
     /// searches the array first) takes these in the same round instead of two more rounds.
     #[inline]
     pub fn request_insert(&self) {
-        prefetch::slice(std::slice::from_ref(self.root_node()));
+        if let Some(root) = self.root_node() {
+            prefetch::slice(std::slice::from_ref(root));
+        }
         self.entries.request_alloc();
     }
 
@@ -540,7 +544,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         DeltaIter {
             snapshot: [None; FANOUT],
             pos: 0,
-            next_leaf: Some(self.head_node()),
+            next_leaf: self.first_leaf(),
         }
     }
 
@@ -552,9 +556,10 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         // range holds `start`, and every key of the leaves after it is above `start`.
         let start = probe::<K>(start);
         let next_leaf = loop {
-            let attempt = self
-                .find_leaf(start)
-                .and_then(|(leaf, version)| leaf.read_leaf(version, Some(start), &mut snapshot));
+            let attempt = self.find_leaf(start).and_then(|found| match found {
+                Some((leaf, version)) => leaf.read_leaf(version, Some(start), &mut snapshot),
+                None => Ok(None),
+            });
             match attempt {
                 Ok(next) => break next,
                 Err(Restart) => backoff.snooze(),
@@ -587,52 +592,78 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         self.nodes.bytes() + self.entries.bytes()
     }
 
-    fn root_node(&self) -> &Node<K, FANOUT> {
+    /// The root, unless no insert has planted it yet.
+    fn root_node(&self) -> Option<&Node<K, FANOUT>> {
         let root = self.root.load(Ordering::Acquire);
-        // SAFETY: the root is never null (`new` sets it before sharing the tree); it is a
-        // published node of this tree, freed only with the tree's arenas.
-        unsafe { &*root }
+        // SAFETY: the root is null or a published node of this tree (the `Acquire` load pairs
+        // with the `Release` CAS or store that published it), freed only with the tree's arenas.
+        unsafe { root.as_ref() }
     }
 
-    fn head_node(&self) -> &Node<K, FANOUT> {
-        let head = self.head.load(Ordering::Acquire);
-        // SAFETY: `head` is the first leaf, set in `new` and never changed; freed only with the
-        // tree's arenas.
-        unsafe { &*head }
+    /// The leftmost leaf, reached through first children (module docs: neither ever changes);
+    /// none while the tree is empty.
+    fn first_leaf(&self) -> Option<&Node<K, FANOUT>> {
+        let mut node = self.root_node()?;
+        while !node.is_leaf {
+            node = node
+                .child(0)
+                .expect("an inner node's first child is set before the node is published");
+        }
+        Some(node)
     }
 
-    /// The root and its version, checked to be the root at that version.
-    fn read_root(&self) -> Result<(&Node<K, FANOUT>, Version), Restart> {
-        let root = self.root_node();
+    /// Plants the root leaf of an empty tree, unless another insert has planted it meanwhile.
+    fn plant_root(&self) {
+        let leaf = ptr::from_ref(self.nodes.alloc(Node::new(true))).cast_mut();
+        let empty = ptr::null_mut();
+        // A lost race leaves `leaf` unused in the arena, freed with the tree.
+        let _ = (self.root).compare_exchange(empty, leaf, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// The root and its version, checked to be the root at that version; `None` if the tree
+    /// was empty (no root) when the root pointer was read.
+    fn read_root(&self) -> Result<Option<(&Node<K, FANOUT>, Version)>, Restart> {
+        let Some(root) = self.root_node() else {
+            return Ok(None);
+        };
         let version = root.lock.read_lock()?;
         // If the root split before `version`, the new root was published before that split
         // unlocked the old one, so this load sees it; if it splits after, `version` is stale.
         if !ptr::eq(self.root.load(Ordering::Acquire), root) {
             return Err(Restart);
         }
-        Ok((root, version))
+        Ok(Some((root, version)))
     }
 
-    /// The leaf whose range holds the probed key, and its version (lock coupling from the root).
-    fn find_leaf(&self, probe: Probe<'_, K>) -> Result<(&Node<K, FANOUT>, Version), Restart> {
-        let (mut node, mut version) = self.read_root()?;
+    /// The leaf whose range holds the probed key, and its version (lock coupling from the
+    /// root); `None` for an empty tree.
+    fn find_leaf(
+        &self,
+        probe: Probe<'_, K>,
+    ) -> Result<Option<(&Node<K, FANOUT>, Version)>, Restart> {
+        let Some((mut node, mut version)) = self.read_root()? else {
+            return Ok(None);
+        };
         while !node.is_leaf {
             let child = node.child(node.child_index(probe)?).ok_or(Restart)?;
             let child_version = child.lock.read_lock()?;
             node.lock.validate(version)?;
             (node, version) = (child, child_version);
         }
-        Ok((node, version))
+        Ok(Some((node, version)))
     }
 
     /// The leaf holding the largest keys within the upper bound `end`, its version, and its
     /// lower fence: the separator left of the last child the descent took that was not its
-    /// node's first (none for the first leaf), read under the same lock coupling.
+    /// node's first (none for the first leaf), read under the same lock coupling; `None` for an
+    /// empty tree.
     fn find_leaf_within(
         &self,
         end: Bound<Probe<'_, K>>,
-    ) -> Result<FencedLeaf<'_, K, FANOUT>, Restart> {
-        let (mut node, mut version) = self.read_root()?;
+    ) -> Result<Option<FencedLeaf<'_, K, FANOUT>>, Restart> {
+        let Some((mut node, mut version)) = self.read_root()? else {
+            return Ok(None);
+        };
         let mut fence = None;
         while !node.is_leaf {
             let index = node.within(node.count(), end)?;
@@ -644,11 +675,13 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
             node.lock.validate(version)?;
             (node, version) = (child, child_version);
         }
-        Ok((node, version, fence))
+        Ok(Some((node, version, fence)))
     }
 
     fn try_get(&self, probe: Probe<'_, K>) -> Result<Option<&Entry<K>>, Restart> {
-        let (leaf, version) = self.find_leaf(probe)?;
+        let Some((leaf, version)) = self.find_leaf(probe)? else {
+            return Ok(None);
+        };
         let (_, found) = leaf.search(leaf.count(), probe)?;
         // A matched entry is the key's only entry, immortal: no validation needed. A miss is
         // only true of a consistent leaf.
@@ -658,15 +691,19 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         Ok(found)
     }
 
-    /// One insert attempt: the key's entry, or its leaf locked with room for it, or a split of a
-    /// full node on the way (after which the caller restarts).
+    /// One insert attempt: the key's entry, or its leaf locked with room for it, or the tree
+    /// grown on the way (its root leaf planted, or a full node split), after which the caller
+    /// restarts.
     fn find_or_lock(&self, probe: Probe<'_, K>) -> Result<Step<'_, K, FANOUT>, Restart> {
-        let (mut node, mut version) = self.read_root()?;
+        let Some((mut node, mut version)) = self.read_root()? else {
+            self.plant_root();
+            return Ok(Step::Grown);
+        };
         let mut parent = None;
         while !node.is_leaf {
             if node.count() == FANOUT - 1 {
                 self.split(parent, node, version)?;
-                return Ok(Step::Split);
+                return Ok(Step::Grown);
             }
             let child = node.child(node.child_index(probe)?).ok_or(Restart)?;
             let child_version = child.lock.read_lock()?;
@@ -681,7 +718,7 @@ impl<K: IndexKey, const FANOUT: usize> DeltaIndex<K, FANOUT> {
         }
         if count == FANOUT {
             self.split(parent, node, version)?;
-            return Ok(Step::Split);
+            return Ok(Step::Grown);
         }
         // The upgrade succeeds only if the leaf is still at `version`: then `pos` and the miss
         // hold, and the leaf still covers `key` (its range only shrinks by a split, which would
@@ -763,7 +800,7 @@ impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaIndex<K, FANOUT> {
 
 /// An iterator over a [`DeltaIndex`] in key order, from [`DeltaIndex::iter`] or
 /// [`DeltaIndex::iter_from`]: yields each key with its cell, removed entries included.
-pub struct DeltaIter<'a, K: IndexKey, const FANOUT: usize = 16> {
+pub struct DeltaIter<'a, K: IndexKey, const FANOUT: usize = 64> {
     /// The validated entries of the current leaf not yet yielded, from `pos` on.
     snapshot: [Option<&'a Entry<K>>; FANOUT],
     pos: usize,
@@ -805,7 +842,7 @@ impl<'a, K: IndexKey, const FANOUT: usize> Iterator for DeltaIter<'a, K, FANOUT>
 
 /// An iterator over a [`DeltaIndex`] in descending key order, from [`DeltaIndex::iter_rev`]:
 /// yields each key with its cell, removed entries included.
-pub struct DeltaRevIter<'a, K: IndexKey, const FANOUT: usize = 16> {
+pub struct DeltaRevIter<'a, K: IndexKey, const FANOUT: usize = 64> {
     index: &'a DeltaIndex<K, FANOUT>,
     /// The validated entries of the current leaf, the first `len` not yet yielded.
     snapshot: [Option<&'a Entry<K>>; FANOUT],
@@ -821,13 +858,13 @@ impl<'a, K: IndexKey, const FANOUT: usize> DeltaRevIter<'a, K, FANOUT> {
     fn read(&mut self, end: Bound<Probe<'_, K>>) {
         let mut backoff = Backoff::new();
         loop {
-            let attempt = self
-                .index
-                .find_leaf_within(end)
-                .and_then(|(leaf, version, fence)| {
-                    let len = leaf.read_leaf_within(version, end, &mut self.snapshot)?;
-                    Ok((len, fence))
-                });
+            let attempt = self.index.find_leaf_within(end).and_then(|found| {
+                let Some((leaf, version, fence)) = found else {
+                    return Ok((0, None));
+                };
+                let len = leaf.read_leaf_within(version, end, &mut self.snapshot)?;
+                Ok((len, fence))
+            });
             match attempt {
                 Ok((len, fence)) => {
                     (self.len, self.fence) = (len, fence);
@@ -882,15 +919,23 @@ impl<K: IndexKey, const FANOUT: usize> fmt::Debug for DeltaIter<'_, K, FANOUT> {
 mod tests {
     use super::*;
 
-    /// Checks the tree's structure in a quiescent state and returns its height.
+    /// Checks the tree's structure in a quiescent state and returns its height (0: no node).
     fn check<K: IndexKey, const FANOUT: usize>(index: &DeltaIndex<K, FANOUT>) -> usize {
+        let Some(root) = index.root_node() else {
+            assert_eq!(index.nodes.len(), 0, "an empty tree has no node");
+            assert!(index.first_leaf().is_none());
+            assert_eq!(index.len(), 0);
+            return 0;
+        };
         let mut leaves = Vec::new();
         let mut nodes = 0;
-        let height = check_node(index.root_node(), true, None, None, &mut leaves, &mut nodes);
+        let height = check_node(root, true, None, None, &mut leaves, &mut nodes);
         assert_eq!(nodes, index.nodes.len(), "node count");
         assert!(
-            ptr::eq(leaves[0], index.head_node()),
-            "head is the leftmost leaf"
+            index
+                .first_leaf()
+                .is_some_and(|first| ptr::eq(leaves[0], first)),
+            "the first children lead to the leftmost leaf"
         );
         for pair in leaves.windows(2) {
             assert!(ptr::eq(pair[0].next_leaf().expect("linked"), pair[1]));
@@ -1005,17 +1050,33 @@ mod tests {
     }
 
     #[test]
-    fn empty_index_is_one_leaf() {
+    fn empty_index_has_no_node_until_the_first_insert() {
         let index = DeltaIndex::<Vec<u8>>::default();
-        assert_eq!(check(&index), 1);
+        assert_eq!(check(&index), 0);
         assert!(index.is_empty());
         assert!(index.get(b"".as_slice()).is_none());
         assert!(index.iter().next().is_none());
         assert!(index.iter_from(b"a".as_slice()).next().is_none());
-        assert_eq!(index.entries.bytes(), 0);
-        assert_eq!(index.memory_bytes(), index.nodes.bytes());
-        assert!(index.memory_bytes() >= mem::size_of::<Node<Vec<u8>, 16>>());
+        assert!(index.iter_rev(Bound::Unbounded).next().is_none());
+        assert!(
+            index
+                .iter_rev(Bound::Included(b"a".as_slice()))
+                .next()
+                .is_none()
+        );
+        assert_eq!(index.memory_bytes(), 0);
         assert!(format!("{index:?}").contains("len: 0"));
+        index.request_insert();
+        let (cell, inserted) = index.get_or_insert(b"k".to_vec(), 7);
+        assert!(inserted && cell.read().1 == 7);
+        assert_eq!(check(&index), 1);
+        assert!(index.memory_bytes() >= mem::size_of::<Node<Vec<u8>, 64>>());
+        assert!(
+            index
+                .iter_rev(Bound::Unbounded)
+                .map(|(k, _)| k.as_slice())
+                .eq([b"k".as_slice()])
+        );
     }
 
     #[test]
