@@ -42,9 +42,9 @@ pub struct LargeArray<T> {
     _owns: PhantomData<T>,
 }
 
-/// Where an array's memory came from, and so where it goes back.
+/// Where an allocation's memory came from, and so where it goes back.
 #[derive(Clone, Copy)]
-enum Source {
+pub(crate) enum Source {
     /// The global allocator (or no memory at all, for an empty array).
     Global,
     /// The process's [`HugeHeap`](crate::huge_heap::HugeHeap).
@@ -67,16 +67,9 @@ impl<T> LargeArray<T> {
         let layout = layout_of::<T>(len);
         let (ptr, source) = if layout.size() == 0 {
             (NonNull::dangling(), Source::Global)
-        } else if let Some((ptr, source)) = from_huge_heap(layout) {
-            (ptr.cast::<T>(), source)
         } else {
-            // SAFETY: the layout's size is not zero.
-            let raw = unsafe { alloc(layout) };
-            let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
-                handle_alloc_error(layout)
-            };
-            advise_huge_pages(raw, layout);
-            (ptr, Source::Global)
+            let (ptr, source) = allocate(layout);
+            (ptr.cast::<T>(), source)
         };
         let mut filling = Filling {
             ptr,
@@ -190,14 +183,46 @@ impl<T> Drop for Filling<T> {
         if self.layout.size() == 0 {
             return;
         }
-        match self.source {
-            // SAFETY: `ptr` came from `alloc` with this layout and is freed once, here.
-            Source::Global => unsafe { dealloc(self.ptr.as_ptr().cast(), self.layout) },
+        // SAFETY: `ptr` came from `allocate` with this layout and this source, and is freed
+        // once, here.
+        unsafe { self.source.release(self.ptr.cast(), self.layout) }
+    }
+}
+
+/// Memory for `layout`: from the process's heap of huge-page regions where that serves it
+/// (below a huge page, on Linux), else from the global allocator, advised for huge pages when it
+/// is aligned to one. Panics if the layout's size is zero; aborts if it cannot be allocated.
+/// Free it with [`Source::release`].
+pub(crate) fn allocate(layout: Layout) -> (NonNull<u8>, Source) {
+    assert!(layout.size() > 0, "an allocation holds at least one byte");
+    if let Some(served) = from_huge_heap(layout) {
+        return served;
+    }
+    // SAFETY: the layout's size is not zero (asserted above).
+    let raw = unsafe { alloc(layout) };
+    let Some(ptr) = NonNull::new(raw) else {
+        handle_alloc_error(layout)
+    };
+    advise_huge_pages(raw, layout);
+    (ptr, Source::Global)
+}
+
+impl Source {
+    /// Frees memory that [`allocate`] returned with this source.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`allocate`] with `layout`, which returned this source; it is freed
+    /// once, and nothing reads or writes it afterwards.
+    pub(crate) unsafe fn release(self, ptr: NonNull<u8>, layout: Layout) {
+        match self {
+            // SAFETY: by the function's contract, `ptr` came from `alloc` with this layout.
+            Source::Global => unsafe { dealloc(ptr.as_ptr(), layout) },
             #[cfg(all(target_os = "linux", not(loom)))]
-            // SAFETY: `ptr` came from the process's heap with this layout and is freed once,
-            // here.
+            // SAFETY: by the function's contract, `ptr` came from the process's heap with
+            // this layout.
             Source::HugeHeap => unsafe {
-                crate::huge_heap::HugeHeap::global().dealloc(self.ptr.cast(), self.layout)
+                crate::huge_heap::HugeHeap::global().dealloc(ptr, layout)
             },
         }
     }

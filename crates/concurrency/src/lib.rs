@@ -21,7 +21,8 @@
 //! - [`share_lock`]: the restructure lock, held exclusively or by background threads owning
 //!   disjoint shares of an index's groups.
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
-//!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each.
+//!   (delta-index entries and nodes, hash chains), so inserts do not `malloc` one block each;
+//!   their chunks come from `huge_heap` where it serves, already populated.
 //! - [`large_array`]: fixed arrays advised for transparent huge pages once they span one (hash
 //!   buckets), so random lookups do not also miss the TLB; smaller ones, and single nodes
 //!   (`into_raw`), come from `huge_heap`, a heap of huge-page regions (Linux only), which has
