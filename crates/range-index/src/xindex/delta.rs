@@ -245,12 +245,22 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
 
     /// The number of leading keys among the first `count` that are below the probed key (with
     /// `inclusive`, at or below it). A reader must validate before trusting the result.
+    ///
+    /// Where the summaries are the keys (`u64`), the search is branch-free: each step picks the
+    /// next base with a conditional move, and its loop runs a number of times set by `count`
+    /// alone, so the six comparisons of a full node cost no mispredicted branches. Against the
+    /// branching search, `rw` at write ratio 0.5 (10M lognormal keys, 2 threads, nine alternated
+    /// pairs): inserts 574 against 600 ns (medians of six), the mix ahead in seven pairs of nine
+    /// by about 1.5%, near the runs' spread (the measurement log, session 33).
     fn partition_point(
         &self,
         count: usize,
         (key, summary): Probe<'_, K>,
         inclusive: bool,
     ) -> Result<usize, Restart> {
+        if K::SUMMARY_IS_KEY {
+            return Ok(self.summaries_partition_point(count, summary, inclusive));
+        }
         let (mut lo, mut hi) = (0, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -262,6 +272,32 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
             }
         }
         Ok(lo)
+    }
+
+    /// [`partition_point`](Self::partition_point) on the summaries alone, without a branch on
+    /// their comparisons. `count` is capped at the node's slots: a reader racing a writer may
+    /// have read a count that the node never held with these summaries.
+    fn summaries_partition_point(&self, count: usize, summary: u64, inclusive: bool) -> usize {
+        let below = |i: usize| {
+            let at = self.summaries[i].load(Ordering::Relaxed);
+            if inclusive {
+                at <= summary
+            } else {
+                at < summary
+            }
+        };
+        let mut size = count.min(FANOUT);
+        if size == 0 {
+            return 0;
+        }
+        let mut base = 0;
+        while size > 1 {
+            let half = size / 2;
+            let mid = base + half;
+            base = if below(mid) { mid } else { base };
+            size -= half;
+        }
+        base + usize::from(below(base))
     }
 
     /// Inner node: the slot of the child whose range holds the probed key.
