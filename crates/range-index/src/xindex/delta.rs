@@ -275,8 +275,8 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
     }
 
     /// [`partition_point`](Self::partition_point) on the summaries alone, without a branch on
-    /// their comparisons. `count` is capped at the node's slots: a reader racing a writer may
-    /// have read a count that the node never held with these summaries.
+    /// their comparisons. `count` never exceeds the node's slots; capping it there keeps every
+    /// index in bounds by construction.
     fn summaries_partition_point(&self, count: usize, summary: u64, inclusive: bool) -> usize {
         let below = |i: usize| {
             let at = self.summaries[i].load(Ordering::Relaxed);
