@@ -97,24 +97,37 @@ pub fn exponential_lower_bound_by<K>(
 /// ```
 pub fn branchless_lower_bound<T: Ord + Copy>(keys: &[T], key: T, window: Range<usize>) -> usize {
     let window = clamp_window(window, keys.len());
-    let slice = &keys[window.clone()];
-    let pos = if slice.is_empty() {
-        window.start
-    } else {
-        let mut base = 0;
-        let mut len = slice.len();
-        while len > 1 {
-            let half = len / 2;
-            base = if slice[base + half] < key {
-                base + half
-            } else {
-                base
-            };
-            len -= half;
-        }
-        window.start + base + usize::from(slice[base] < key)
-    };
+    let pos = window.start + branchless_partition_point(&keys[window.clone()], |k| *k < key);
     widen(keys, window, pos, |k| *k < key)
+}
+
+/// The number of leading `items` for which `is_below` holds (those must all come first), by a
+/// binary search without a branch on the predicate: each step selects the next base with a
+/// conditional move, and the loop runs a number of times set by the length alone.
+///
+/// ```
+/// use learned_model::search::branchless_partition_point;
+/// let keys = [1u64, 3, 5, 7];
+/// assert_eq!(branchless_partition_point(&keys, |&k| k <= 5), 3);
+/// assert_eq!(branchless_partition_point(&keys[..0], |&k| k <= 5), 0);
+/// ```
+#[inline]
+pub fn branchless_partition_point<K>(items: &[K], mut is_below: impl FnMut(&K) -> bool) -> usize {
+    if items.is_empty() {
+        return 0;
+    }
+    let mut base = 0;
+    let mut len = items.len();
+    while len > 1 {
+        let half = len / 2;
+        base = if is_below(&items[base + half]) {
+            base + half
+        } else {
+            base
+        };
+        len -= half;
+    }
+    base + usize::from(is_below(&items[base]))
 }
 
 fn clamp_window(window: Range<usize>, len: usize) -> Range<usize> {

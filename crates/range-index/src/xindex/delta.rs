@@ -106,7 +106,7 @@ use concurrency::arena::Arena;
 use concurrency::prefetch;
 use concurrency::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use concurrency::{Backoff, NodeLock, NodeWriteGuard, RecordCell, RecordMeta, Restart, Version};
-use learned_model::Key;
+use learned_model::{Key, search};
 
 use crate::xindex::key::IndexKey;
 
@@ -259,7 +259,16 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
         inclusive: bool,
     ) -> Result<usize, Restart> {
         if K::SUMMARY_IS_KEY {
-            return Ok(self.summaries_partition_point(count, summary, inclusive));
+            // `count` never exceeds the node's slots; capping it keeps the slice in bounds.
+            let summaries = &self.summaries[..count.min(FANOUT)];
+            return Ok(search::branchless_partition_point(summaries, |at| {
+                let at = at.load(Ordering::Relaxed);
+                if inclusive {
+                    at <= summary
+                } else {
+                    at < summary
+                }
+            }));
         }
         let (mut lo, mut hi) = (0, count);
         while lo < hi {
@@ -272,32 +281,6 @@ impl<K: IndexKey, const FANOUT: usize> Node<K, FANOUT> {
             }
         }
         Ok(lo)
-    }
-
-    /// [`partition_point`](Self::partition_point) on the summaries alone, without a branch on
-    /// their comparisons. `count` never exceeds the node's slots; capping it there keeps every
-    /// index in bounds by construction.
-    fn summaries_partition_point(&self, count: usize, summary: u64, inclusive: bool) -> usize {
-        let below = |i: usize| {
-            let at = self.summaries[i].load(Ordering::Relaxed);
-            if inclusive {
-                at <= summary
-            } else {
-                at < summary
-            }
-        };
-        let mut size = count.min(FANOUT);
-        if size == 0 {
-            return 0;
-        }
-        let mut base = 0;
-        while size > 1 {
-            let half = size / 2;
-            let mid = base + half;
-            base = if below(mid) { mid } else { base };
-            size -= half;
-        }
-        base + usize::from(below(base))
     }
 
     /// Inner node: the slot of the child whose range holds the probed key.
