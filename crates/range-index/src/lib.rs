@@ -102,6 +102,9 @@ pub struct Stats {
     pub group_merges: u64,
     /// Root updates completed.
     pub root_updates: u64,
+    /// Grace periods the structural changes waited for (XIndex-R: each costs a `membarrier`
+    /// system call on Linux; a maintenance pass shares them among the rebuilds of a batch).
+    pub grace_periods: u64,
     /// An estimate of the memory the index owns, in bytes.
     pub bytes: usize,
 }

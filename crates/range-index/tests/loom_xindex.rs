@@ -10,7 +10,8 @@
 //! across a group split and a merge. Case 16: a batched lookup (`get_many`) across a
 //! compaction that frees the old group, a split, a merge and a sequential append. Case 17: updates in place
 //! (`update`) of an array key and of a buffered key across a compaction, and an update racing
-//! a remove at every phase (never reviving the key). Everything the
+//! a remove at every phase (never reviving the key). Case 18: a maintenance pass splitting one
+//! group and compacting another in one batch, under a put and a get. Everything the
 //! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
 //! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
 //! the worker's operation with the compaction's steps is explored up to the preemption bound.
@@ -486,6 +487,58 @@ fn case13_one_batch_compacts_two_groups_under_a_put_and_a_get() {
         assert_eq!(ops.join().expect("the ops finish"), (None, Some(5)));
         assert_both_compacted_once(&index);
     });
+}
+
+#[test]
+fn case18_one_batch_splits_one_group_and_compacts_another_under_a_put_and_a_get() {
+    // With `s` = 1, the first group's two buffered keys make the pass split it and the
+    // second's one make it compact it, both in one batch, while a worker inserts into the
+    // split's left piece and reads a key buffered in the compacted group.
+    model(
+        "case18 put and get ‖ batched split and compaction",
+        || {
+            let config = Config {
+                background_threads: 0,
+                max_group_size: 2,
+                compaction_threshold: 0,
+                delta_threshold: 1,
+                ..Config::default()
+            };
+            let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
+            let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
+            assert_eq!(index.slot_count(), 2);
+            let buffered = (
+                index.insert(15, 5),
+                index.insert(17, 9),
+                index.insert(35, 6),
+            );
+            assert_eq!(buffered, (None, None, None));
+            let ops = spawn(&index, |index| (index.insert(16, 7), index.get(&35)));
+            assert!(index.maintenance_step(), "the pass rebuilds both groups");
+            assert_eq!(ops.join().expect("the ops finish"), (None, Some(6)));
+            let stats = index.stats();
+            assert_eq!((stats.group_splits, stats.compactions), (1, 1), "{stats:?}");
+            // Four or five live keys in pieces of at most two: the put may come before the cut.
+            assert!(
+                matches!(index.slot_count(), 3 | 4),
+                "the root update indexed the split's two or three pieces"
+            );
+            index.validate();
+            assert_eq!(
+                contents(&index),
+                vec![
+                    (10, 1),
+                    (15, 5),
+                    (16, 7),
+                    (17, 9),
+                    (20, 2),
+                    (30, 3),
+                    (35, 6),
+                    (40, 4)
+                ]
+            );
+        },
+    );
 }
 
 #[test]

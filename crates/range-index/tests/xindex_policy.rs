@@ -40,6 +40,47 @@ fn an_oversized_group_is_cut_into_pieces_in_one_pass() {
     assert_eq!(index.stats().group_splits, 1);
 }
 
+/// One pass rebuilds the groups that ask for it in batches, splits and compactions together
+/// (more groups than one batch holds): every group whose delta index passed `s` is split, every
+/// other one with buffered keys compacted, and the root indexes the pieces.
+#[test]
+fn one_pass_splits_and_compacts_groups_in_shared_batches() {
+    let pairs: Vec<(u64, u64)> = (0..100_000u64).map(|k| (k * 10, k)).collect();
+    let index = XIndex::bulk_load(&pairs, config(1_000)).expect("sorted pairs");
+    assert_eq!(index.stats().groups, 100);
+    // Group `g` holds the keys from 10,000·g on: odd keys go into its delta index, past `s`
+    // (256) in the even groups, past the compaction limit (1,000 / 64) in the odd ones.
+    let buffered = |group: u64| if group.is_multiple_of(2) { 257 } else { 20 };
+    let new_key = |group: u64, i: u64| group * 10_000 + i * 10 + 1;
+    for group in 0..100 {
+        for i in 0..buffered(group) {
+            assert_eq!(index.insert(new_key(group, i), i), None);
+        }
+    }
+    assert!(index.maintenance_step());
+    let stats = index.stats();
+    assert_eq!(
+        (stats.group_splits, stats.compactions),
+        (50, 50),
+        "{stats:?}"
+    );
+    assert_eq!((stats.groups, stats.delta_keys), (150, 0), "{stats:?}");
+    assert_eq!(index.slot_count(), 150, "the root indexes every piece");
+    // Three barriers for each of the two batches (64 rebuilds, then 36) and one for the root
+    // update, instead of three per rebuild.
+    assert_eq!(stats.grace_periods, 7, "{stats:?}");
+    index.validate();
+    assert!(
+        pairs
+            .iter()
+            .all(|&(key, value)| index.get(&key) == Some(value))
+    );
+    for group in 0..100 {
+        assert!((0..buffered(group)).all(|i| index.get(&new_key(group, i)) == Some(i)));
+    }
+    assert_eq!(index.len(), 100_000 + 50 * 257 + 50 * 20);
+}
+
 /// The frozen views of a split in progress share the old group's array and delta index:
 /// the statistics count them once.
 #[test]

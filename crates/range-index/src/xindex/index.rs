@@ -792,5 +792,6 @@ impl<'i, K: IndexKey> Restructurer<'i, K> {
     /// quiescent point when it returns.
     pub(crate) fn synchronize(&self) {
         self.inner.grace.synchronize();
+        self.inner.counters.count_grace_period();
     }
 }

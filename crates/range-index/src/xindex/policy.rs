@@ -26,6 +26,7 @@
 use concurrency::Share;
 use concurrency::sync::atomic::AtomicPtr;
 
+use crate::xindex::compaction::Rebuild;
 use crate::xindex::config::Config;
 use crate::xindex::group::{Group, fit, mean_error, train};
 use crate::xindex::index::{Inner, Restructurer};
@@ -33,11 +34,13 @@ use crate::xindex::key::IndexKey;
 use crate::xindex::merge::Successor;
 use crate::xindex::record;
 use crate::xindex::restructure::{Phase, Restructure};
+use crate::xindex::split::planned_split;
 
-/// The most compactions a maintenance pass runs together, sharing their three grace periods:
-/// enough to make the barriers' cost small next to the copying, few enough that the new arrays
-/// of one batch (built before the old ones are freed) stay a small part of the index.
-const COMPACTION_BATCH: usize = 64;
+/// The most rebuilds (compactions and group splits) a maintenance pass runs together, sharing
+/// their three grace periods: enough to make the barriers' cost small next to the copying, few
+/// enough that the new arrays of one batch (built before the old ones are freed) stay a small
+/// part of the index.
+const REBUILD_BATCH: usize = 64;
 
 impl<K: IndexKey> Inner<K> {
     /// One maintenance pass: every group checked against the policy, the delta index
@@ -45,13 +48,14 @@ impl<K: IndexKey> Inner<K> {
     /// others' compactions are left to the passes of their shares, [`compaction_pass`]). True
     /// if it changed anything.
     ///
-    /// Compactions of groups held by root slots wait in a batch of up to
-    /// [`COMPACTION_BATCH`], run together ([`Restructurer::compact_all`]) when it is full,
+    /// Compactions and group splits of groups held by root slots wait in a batch of up to
+    /// [`REBUILD_BATCH`], run together ([`Restructurer::rebuild_all`]) when it is full,
     /// before any other change, and at the end of the pass. A deferred group keeps its link:
     /// a later change touches only groups after it, and the root update runs after the last
     /// batch. A pass that changed groups without a root update refreshes the root's table
-    /// hints ([`Root::refresh_table_hints`](crate::xindex::root::Root::refresh_table_hints)). A group linked from another's `next` (a later piece of a split the root does
-    /// not index yet), or that has a `next`, is compacted at once.
+    /// hints ([`Root::refresh_table_hints`](crate::xindex::root::Root::refresh_table_hints)).
+    /// A group linked from another's `next` (a later piece of a split the root does not index
+    /// yet), or that has a `next`, is rebuilt at once.
     ///
     /// [`compaction_pass`]: Self::compaction_pass
     pub(crate) fn maintenance_pass(&self, trigger: CompactionTrigger, compacts: Share) -> bool {
@@ -73,6 +77,7 @@ impl<K: IndexKey> Inner<K> {
                         batch.compact(link, from_slot, group);
                         true
                     }
+                    Some(Restructure::SplitGroup) => batch.split(link, from_slot, group),
                     Some(change) => {
                         batch.flush();
                         restructurer.apply(link, slot, change, &mut |_| {})
@@ -82,7 +87,8 @@ impl<K: IndexKey> Inner<K> {
                 // A group with no key to split at still has its delta index merged.
                 if !done && change == Some(Restructure::SplitGroup) && trigger.due(group) {
                     change = Some(Restructure::Compact);
-                    done = restructurer.apply(link, slot, Restructure::Compact, &mut |_| {});
+                    batch.compact(link, from_slot, group);
+                    done = true;
                 }
                 changed |= done;
                 regrouped |= done
@@ -229,38 +235,54 @@ fn removed_estimate<K: IndexKey>(group: &Group<K>) -> usize {
     (removed * len).checked_div(sampled).unwrap_or(0)
 }
 
-/// Compactions of groups held by root slots, waiting to run together.
+/// Compactions and group splits of groups held by root slots, waiting to run together.
 struct Batch<'r, 'i, K: IndexKey> {
     restructurer: &'r Restructurer<'i, K>,
-    links: Vec<&'r AtomicPtr<Group<K>>>,
+    rebuilds: Vec<Rebuild<'r, K>>,
 }
 
 impl<'r, 'i, K: IndexKey> Batch<'r, 'i, K> {
     fn new(restructurer: &'r Restructurer<'i, K>) -> Self {
         Self {
             restructurer,
-            links: Vec::new(),
+            rebuilds: Vec::new(),
         }
     }
 
-    /// Compacts `group`, held by `link`: later, with the batch, if the link is a root slot
-    /// (`from_slot`) and the group has no `next`; else now.
+    /// Compacts `group`, held by `link` ([`add`](Self::add)).
     fn compact(&mut self, link: &'r AtomicPtr<Group<K>>, from_slot: bool, group: &Group<K>) {
+        self.add(Rebuild::compaction(link), from_slot, group);
+    }
+
+    /// Splits `group`, held by `link` ([`add`](Self::add)); false (and nothing done) when it
+    /// has no live key above its pivot to split at.
+    fn split(&mut self, link: &'r AtomicPtr<Group<K>>, from_slot: bool, group: &Group<K>) -> bool {
+        let max_group_size = self.restructurer.inner().config().max_group_size;
+        let Some(split) = planned_split(link, group, max_group_size) else {
+            return false;
+        };
+        self.add(split, from_slot, group);
+        true
+    }
+
+    /// Runs `rebuild` of `group`: later, with the batch, if the group's link is a root slot
+    /// (`from_slot`) and it has no `next`; else now.
+    fn add(&mut self, rebuild: Rebuild<'r, K>, from_slot: bool, group: &Group<K>) {
         if from_slot && group.next().is_none() {
-            self.links.push(link);
-            if self.links.len() == COMPACTION_BATCH {
+            self.rebuilds.push(rebuild);
+            if self.rebuilds.len() == REBUILD_BATCH {
                 self.flush();
             }
         } else {
-            self.restructurer.compact(link, &mut |_| {});
+            self.restructurer.rebuild_all(&[rebuild], &mut |_| {});
         }
     }
 
-    /// Runs the waiting compactions.
+    /// Runs the waiting rebuilds.
     fn flush(&mut self) {
-        if !self.links.is_empty() {
-            self.restructurer.compact_all(&self.links, &mut |_| {});
-            self.links.clear();
+        if !self.rebuilds.is_empty() {
+            self.restructurer.rebuild_all(&self.rebuilds, &mut |_| {});
+            self.rebuilds.clear();
         }
     }
 }

@@ -13,7 +13,8 @@
 //!    the copy phase over all of them; **B3**; the old node and the views are freed.
 //!
 //! The pieces after the first are reachable through `next` until the next root update indexes
-//! them.
+//! them. The steps are those of [`Restructurer::rebuild_all`], which a maintenance pass runs
+//! for several splits and compactions at once, sharing the barriers.
 //!
 //! Algorithm 4 splits in two. A group holding more live keys than
 //! [`max_group_size`](crate::xindex::Config::max_group_size) is cut into as many pieces of at
@@ -27,16 +28,13 @@
 //! group with no such key is not split. So every piece is a non-empty range and pivots stay
 //! strictly increasing along the chain.
 
-use std::iter;
-use std::sync::Arc;
+use concurrency::sync::atomic::AtomicPtr;
 
-use concurrency::sync::atomic::{AtomicPtr, Ordering};
-
-use crate::xindex::delta::DeltaIndex;
-use crate::xindex::group::{Group, train};
+use crate::xindex::compaction::Rebuild;
+use crate::xindex::group::Group;
 use crate::xindex::index::Restructurer;
 use crate::xindex::key::IndexKey;
-use crate::xindex::restructure::{Phase, Restructure, live_records, split_pointer_records};
+use crate::xindex::restructure::{Phase, live_records};
 
 /// The most pieces one split makes: until the root update at the end of the pass, a lookup
 /// walks the pieces' `next` links one by one.
@@ -50,80 +48,26 @@ impl<K: IndexKey> Restructurer<'_, K> {
         link: &AtomicPtr<Group<K>>,
         hook: &mut dyn FnMut(Phase),
     ) -> bool {
-        let old_ptr = link.load(Ordering::Acquire);
         let old = self
             .group_at(link)
             .expect("a split is asked for a non-NULL link");
-        let config = self.inner().config();
-        let split_pivots = split_pivots(old, config.max_group_size);
-        if split_pivots.is_empty() {
+        let Some(split) = planned_split(link, old, self.inner().config().max_group_size) else {
             return false;
-        }
-        let pieces = split_pivots.len() + 1;
-        let models_each = old.models().len().div_ceil(pieces);
-
-        // Step 1: the logical split, views built from the last to the first.
-        let mut views = Vec::with_capacity(pieces);
-        let mut next = old.next_ptr();
-        for pivot in split_pivots.iter().rev() {
-            next = old.frozen_view(pivot.clone(), next).into_node();
-            views.push(next);
-        }
-        let first_view = old.frozen_view(old.pivot().clone(), next).into_node();
-        views.push(first_view);
-        link.store(first_view, Ordering::Release);
-        hook(Phase::Frozen);
-        self.synchronize(); // B1
-        let tmps: Vec<Arc<DeltaIndex<K>>> = self
-            .chain(link, pieces)
-            .into_iter()
-            .map(|view| {
-                let tmp = Arc::new(DeltaIndex::new());
-                view.publish_tmp_buf(&tmp);
-                tmp
-            })
-            .collect();
-        hook(Phase::AfterB1);
-
-        // Step 2.1: the merge phase, cut at the split pivots.
-        let records = split_pointer_records(old, &split_pivots, config);
-        let piece_pivots: Vec<K> = iter::once(old.pivot().clone())
-            .chain(split_pivots)
-            .collect();
-        let mut next = old.next_ptr();
-        for ((pivot, records), tmp) in piece_pivots.into_iter().zip(records).zip(tmps).rev() {
-            let models = train(records.keys(), models_each);
-            next = Group::new(pivot, records, models, tmp, next).into_node();
-        }
-        link.store(next, Ordering::Release);
-        hook(Phase::Swapped);
-        self.synchronize(); // B2
-        hook(Phase::AfterB2);
-
-        // Step 2.2: the copy phase.
-        let new = self.chain(link, pieces);
-        self.copy_phase(&new, hook);
-        self.synchronize(); // B3
-        for group in &new {
-            group.enable_appends();
-        }
-        hook(Phase::AfterB3);
-        // SAFETY: the old node was unlinked at step 1 and the views at step 2.1; B2 and B3
-        // have passed since, and the copy phase replaced every pointer into the old node's
-        // records and delta index before B3. `old` is not used after this point.
-        unsafe { self.retire(iter::once(old_ptr).chain(views)) };
-        self.inner().count(Restructure::SplitGroup);
+        };
+        self.rebuild_all(&[split], hook);
         true
     }
+}
 
-    /// The first `count` groups of the chain that starts at `link`.
-    fn chain<'a>(&'a self, link: &'a AtomicPtr<Group<K>>, count: usize) -> Vec<&'a Group<K>> {
-        let chain: Vec<&Group<K>> = iter::successors(self.group_at(link), |group| group.next())
-            .take(count)
-            .collect();
-        debug_assert_eq!(chain.len(), count, "the split linked every piece");
-        chain
-    }
+/// The split of `group`, held by `link`, at its [`split_pivots`]; `None` when it has no live
+/// key above its pivot to split at.
+pub(crate) fn planned_split<'l, K: IndexKey>(
+    link: &'l AtomicPtr<Group<K>>,
+    group: &Group<K>,
+    max_group_size: usize,
+) -> Option<Rebuild<'l, K>> {
+    let split_pivots = split_pivots(group, max_group_size);
+    (!split_pivots.is_empty()).then(|| Rebuild::split(link, split_pivots))
 }
 
 /// The pivots at which to split `group`: its live keys (array and delta) cut into two

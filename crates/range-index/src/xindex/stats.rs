@@ -1,5 +1,6 @@
 //! Statistics of an XIndex-R (digest §7 item 26): groups, models and their mean error, delta
-//! index sizes, counts of each structural change and an estimate of the memory footprint.
+//! index sizes, counts of each structural change and of the grace periods they waited for, and an
+//! estimate of the memory footprint.
 
 use concurrency::sync::atomic::{AtomicU64, Ordering};
 
@@ -8,9 +9,11 @@ use crate::xindex::index::Pinned;
 use crate::xindex::key::IndexKey;
 use crate::xindex::restructure::Restructure;
 
-/// How many structural changes of each kind have finished.
+/// How many structural changes of each kind have finished, and how many grace periods the
+/// changes waited for.
 pub(crate) struct Counters {
     counts: [AtomicU64; Restructure::ALL.len()],
+    grace_periods: AtomicU64,
 }
 
 impl Counters {
@@ -18,12 +21,18 @@ impl Counters {
     pub(crate) fn new() -> Self {
         Self {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            grace_periods: AtomicU64::new(0),
         }
     }
 
     /// Counts one finished `change`.
     pub(crate) fn count(&self, change: Restructure) {
         self.counts[change as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one grace period waited for.
+    pub(crate) fn count_grace_period(&self) {
+        self.grace_periods.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Writes the counts into `stats`.
@@ -35,6 +44,7 @@ impl Counters {
         stats.group_splits = count(Restructure::SplitGroup);
         stats.group_merges = count(Restructure::MergeGroup);
         stats.root_updates = count(Restructure::UpdateRoot);
+        stats.grace_periods = self.grace_periods.load(Ordering::Relaxed);
     }
 }
 
