@@ -8,7 +8,9 @@
 //!
 //! - compaction (`compaction`): the delta index merged into a new array, in two phases;
 //! - model split and merge (`retrain`): a new node sharing the records, with other models;
-//! - group split (`split`): Algorithm 4, a logical split, then compaction into the pieces;
+//! - group split (`split`): Algorithm 4, a logical split, then compaction into the pieces (one
+//!   protocol with compaction, [`Restructurer::rebuild_all`], which a maintenance pass runs
+//!   for a batch of groups at once);
 //! - group merge (`merge`): two neighbours compacted into one;
 //! - root update (`root_update`): a new root over every group, chains flattened.
 //!
