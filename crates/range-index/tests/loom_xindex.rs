@@ -444,16 +444,24 @@ fn case12_sequential_append_during_compaction() {
 /// Keys 10, 20 and 30, 40 in two groups (two root slots), with 15 and 35 waiting in their
 /// delta indexes, and a compaction threshold of 0; no background thread.
 fn two_groups_with_buffered_keys() -> Arc<XIndex<u64>> {
+    let index = two_groups(Config::default().delta_threshold);
+    assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
+    index
+}
+
+/// Keys 10, 20 and 30, 40 in two groups (two root slots), a compaction threshold of 0 and
+/// `delta_threshold` as `s`; no background thread.
+fn two_groups(delta_threshold: usize) -> Arc<XIndex<u64>> {
     let config = Config {
         background_threads: 0,
         max_group_size: 2,
         compaction_threshold: 0,
+        delta_threshold,
         ..Config::default()
     };
     let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
     let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
     assert_eq!(index.slot_count(), 2);
-    assert_eq!((index.insert(15, 5), index.insert(35, 6)), (None, None));
     index
 }
 
@@ -497,16 +505,7 @@ fn case18_one_batch_splits_one_group_and_compacts_another_under_a_put_and_a_get(
     model(
         "case18 put and get ‖ batched split and compaction",
         || {
-            let config = Config {
-                background_threads: 0,
-                max_group_size: 2,
-                compaction_threshold: 0,
-                delta_threshold: 1,
-                ..Config::default()
-            };
-            let pairs = [(10, 1), (20, 2), (30, 3), (40, 4)];
-            let index = Arc::new(XIndex::bulk_load(&pairs, config).expect("sorted pairs"));
-            assert_eq!(index.slot_count(), 2);
+            let index = two_groups(1);
             let buffered = (
                 index.insert(15, 5),
                 index.insert(17, 9),

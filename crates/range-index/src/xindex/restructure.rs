@@ -115,10 +115,11 @@ pub(crate) fn pointer_records<K: IndexKey>(groups: &[&Group<K>], spare: usize) -
     records
 }
 
-/// The merge phase of a group split at `pivots` (ascending, above the group's pivot): the
-/// pointer records of [`pointer_records`] written straight into one array per piece, the keys
-/// below the first pivot, those from each pivot to the next, and those from the last one on,
-/// each array with `config`'s spare slots for its size.
+/// The merge phase of a group split at `pivots` (ascending, above the group's pivot; none for a
+/// compaction, whose one piece is the whole group): the pointer records of [`pointer_records`]
+/// written straight into one array per piece, the keys below the first pivot, those from each
+/// pivot to the next, and those from the last one on, each array with `config`'s spare slots
+/// for its size.
 pub(crate) fn split_pointer_records<K: IndexKey>(
     group: &Group<K>,
     pivots: &[K],
@@ -135,9 +136,14 @@ pub(crate) fn split_pointer_records<K: IndexKey>(
         cut = end;
     }
     sizes[pivots.len()] = group.keys().len() - cut;
-    let mut piece = Pieces::new(pivots);
-    for (key, _) in group.buf().iter() {
-        sizes[piece.of((*key).borrow())] += 1;
+    if pivots.is_empty() {
+        // A compaction: one piece, no walk of the delta index to share out.
+        sizes[0] += group.buf().len();
+    } else {
+        let mut piece = Pieces::new(pivots);
+        for (key, _) in group.buf().iter() {
+            sizes[piece.of((*key).borrow())] += 1;
+        }
     }
     let mut pieces: Vec<Records<K>> = sizes
         .iter()
