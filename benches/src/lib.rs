@@ -4,9 +4,10 @@
 //!
 //! The reproduction entry point `cargo bench --bench repro -- EXPERIMENT [options]` (see
 //! `benches/README.md`) is built from: [`args`] (the command line), [`registry`] (every index by
-//! name: [`adapters`] for the peers, [`oracle`]), [`stores`] (the embedded key-value stores of
-//! the `engine` experiment), [`experiments`] (one module per paper experiment), [`measure`] (how each index is measured), [`output`] and [`plot`] (table, CSV,
-//! SVG) and [`alloc_counter`] (memory per key).
+//! name: [`adapters`] for the peers, [`oracle`]), [`stores`] (the embedded key-value stores of the
+//! `engine` experiment), [`experiments`] (one module per paper experiment), [`measure`] (how each
+//! index is measured), [`output`] and [`plot`] (table, CSV, SVG) and [`alloc_counter`] (memory per
+//! key).
 
 pub mod adapters;
 pub mod alloc_counter;

@@ -1,6 +1,6 @@
 //! Every index the reproduction runs can measure, by name (the `index` column of the reports and
-//! the values of `--index`): learnkv's indexes, the peers' adapters and the oracle. Adding an index is one entry
-//! here; each experiment picks its indexes by [`Family`].
+//! the values of `--index`): learnkv's indexes, the peers' adapters and the oracle. Adding an index
+//! is one entry here; each experiment picks its indexes by [`Family`].
 
 use std::sync::Arc;
 

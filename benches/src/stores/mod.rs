@@ -1,7 +1,8 @@
 //! Embedded key-value stores as the `engine` experiment drives them: learnkv's [`engine`] crate,
 //! the peers a user would pick instead (`../shared/peers.md` §C): redb, heed (LMDB), fjall and
-//! sled, and the in-memory `oracle` that bounds what the loops can reach, one module each. Keys and values are byte strings; each store lives in a directory of
-//! its own and is measured through [`KvStore`] and, per reading thread, [`KvReader`].
+//! sled, and the in-memory `oracle` that bounds what the loops can reach, one module each. Keys and
+//! values are byte strings; each store lives in a directory of its own and is measured through
+//! [`KvStore`] and, per reading thread, [`KvReader`].
 //!
 //! Every module uses its store's fastest honest path for each workload of redb's benchmark
 //! (bulk load, single durable writes, durable batches, reads, removals) and says which: one write

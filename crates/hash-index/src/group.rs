@@ -3,21 +3,21 @@
 //! of Algorithm 9 on one group (and `update`, a write of a present key only, which searches
 //! as `remove` does).
 //!
-//! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket,
-//! the buckets near it ([`REACH`]), then its chain (see `record`), then, while the group is being resized,
-//! the `tmp_group`. A group never
-//! holds two records for one key, and only the last location may take a new key (I1): a
-//! group takes new keys (fills its home bucket, pushes onto a chain, or revives a removed
-//! record) only while its `tmp_group` is NULL, and checks that under the lock of the key's
-//! home bucket. Every insert of a key holds its home bucket's lock while it looks for the key
-//! and places it, so two inserts of one key never both place it; a neighbour bucket is taken
-//! with a `try_lock` (skipped if busy) and filled only if still uninitialised. Reviving a
-//! removed record is the one insert that happens elsewhere: under the record's own lock, with
-//! `tmp_group` read after taking it; a put that finds the group frozen locks that record too
-//! before it gives up on the old group, so the same hand-off argument applies. So `tmp_group ≠ NULL` *is* the paper's `frozen` flag, and there is no window
-//! in which a group is frozen without a `tmp_group` to insert into: the resize allocates the
-//! new group before freezing (see `resize`), and a put never waits for a resize (the paper's
-//! put retries until `tmp_group` appears, digest §4.6 case 18).
+//! Lookup order, the same for every operation (invariant I3, §4.2.4): the key's home bucket, the
+//! buckets near it ([`REACH`]), then its chain (see `record`), then, while the group is being
+//! resized, the `tmp_group`. A group never holds two records for one key, and only the last
+//! location may take a new key (I1): a group takes new keys (fills its home bucket, pushes onto a
+//! chain, or revives a removed record) only while its `tmp_group` is NULL, and checks that under
+//! the lock of the key's home bucket. Every insert of a key holds its home bucket's lock while it
+//! looks for the key and places it, so two inserts of one key never both place it; a neighbour
+//! bucket is taken with a `try_lock` (skipped if busy) and filled only if still uninitialised.
+//! Reviving a removed record is the one insert that happens elsewhere: under the record's own lock,
+//! with `tmp_group` read after taking it; a put that finds the group frozen locks that record too
+//! before it gives up on the old group, so the same hand-off argument applies.
+//! So `tmp_group ≠ NULL` *is* the paper's `frozen` flag, and there is no window in which a group
+//! is frozen without a `tmp_group` to insert into: the resize allocates the new group before
+//! freezing (see `resize`), and a put never waits for a resize (the paper's put retries until
+//! `tmp_group` appears, digest §4.6 case 18).
 //!
 //! Why no key gets two records although an insert into a frozen group's `tmp_group` does not
 //! hold the old group's lock: a put that finds the group frozen first locks the key's home

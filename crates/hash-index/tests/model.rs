@@ -269,7 +269,7 @@ fn churn_at_a_steady_size_keeps_the_chains_short() {
     }
 }
 
-/// Waits up to 10 s for the index's own background thread to bring `done` about./// Waits up to 10 s for the index's own background thread to bring `done` about.
+/// Waits up to 10 s for the index's own background thread to bring `done` about.
 fn wait_for_background(index: &XIndexH<u64>, done: impl Fn(&Stats) -> bool) {
     let start = Instant::now();
     while !done(&index.stats()) {

@@ -1154,7 +1154,8 @@ impl Pool {
         }
     }
 
-    /// Flushes the cache lines of `len` bytes at `ptr` (durable after the next [`fence`](Self::fence)).
+    /// Flushes the cache lines of `len` bytes at `ptr` (durable after the next
+    /// [`fence`](Self::fence)).
     pub fn flush<T>(&self, ptr: PPtr<T>, len: usize) -> Result<()> {
         self.check_range(ptr.offset(), len as u64)?;
         self.inner.flush_range(ptr.offset(), len as u64);

@@ -1,6 +1,6 @@
-//! Model-based property tests of XIndex's delta index (digest §2.5) against `BTreeMap`:
-//! random sequences of inserts, lookups, updates and removals through the cells' locks, and
-//! iterations forward and backward, with `u64` and byte-string keys, at the default fanout (16; the longer
+//! Model-based property tests of XIndex's delta index (digest §2.5) against `BTreeMap`: random
+//! sequences of inserts, lookups, updates and removals through the cells' locks, and iterations
+//! forward and backward, with `u64` and byte-string keys, at the default fanout (16; the longer
 //! sequences build 3 levels) and at the smallest one (4; many levels). Every step checks the
 //! results, the `inserted` flags, `len`, and that a key's cell never changes address.
 #![cfg(not(loom))]

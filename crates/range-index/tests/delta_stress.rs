@@ -4,9 +4,9 @@
 //!
 //! Checked: every key is inserted exactly once (one `inserted == true` across writers) and keeps
 //! one cell address, which later lookups return; a key whose insert has returned is always found,
-//! with the inserting writer's value; iterations, forward and backward, are strictly ordered
-//! and see every key inserted before they began; no update is lost. Each test runs rounds on fresh indexes for
-//! about a second.
+//! with the inserting writer's value; iterations, forward and backward, are strictly ordered and
+//! see every key inserted before they began; no update is lost. Each test runs rounds on fresh
+//! indexes for about a second.
 #![cfg(not(loom))]
 
 use std::ops::Bound;

@@ -1,20 +1,20 @@
-//! Loom models of XIndex-R's structural changes against foreground operations (digest §4.7
-//! cases 1–11, and 12: the sequential-insert append), on the real index. Cases 1–6: one group holding keys 10 → 1 and 20 → 2,
-//! compacted on the main thread through the test hook while a worker thread runs an
-//! operation. Cases 7–11: group split (in two, and in three), group merge (the two groups in two root slots, so the
-//! slot publication order matters), root update over a split chain, model split, and a reader
-//! racing the reclamation of the group it reads. Case 13: a maintenance pass compacting two
-//! groups in one batch, their barriers shared, under a put and a get. Case 14: the compaction
-//! passes of two background threads' shares of the groups, at the same time, each thread
-//! also putting to or reading from the other's group. Case 15: reverse scans and ranges
-//! across a group split and a merge. Case 16: a batched lookup (`get_many`) across a
-//! compaction that frees the old group, a split, a merge and a sequential append. Case 17: updates in place
-//! (`update`) of an array key and of a buffered key across a compaction, and an update racing
-//! a remove at every phase (never reviving the key). Case 18: a maintenance pass splitting one
-//! group and compacting another in one batch, under a put and a get. Everything the
-//! protocol touches (record cells, the delta index's nodes, `buf_frozen`, `tmp_buf`, the group
-//! link, the grace-period barrier, the restructure lock) is loom's, so every interleaving of
-//! the worker's operation with the compaction's steps is explored up to the preemption bound.
+//! Loom models of XIndex-R's structural changes against foreground operations (digest §4.7 cases
+//! 1–11, and 12: the sequential-insert append), on the real index. Cases 1–6: one group holding
+//! keys 10 → 1 and 20 → 2, compacted on the main thread through the test hook while a worker thread
+//! runs an operation. Cases 7–11: group split (in two, and in three), group merge (the two groups
+//! in two root slots, so the slot publication order matters), root update over a split chain, model
+//! split, and a reader racing the reclamation of the group it reads. Case 13: a maintenance pass
+//! compacting two groups in one batch, their barriers shared, under a put and a get. Case 14: the
+//! compaction passes of two background threads' shares of the groups, at the same time, each thread
+//! also putting to or reading from the other's group. Case 15: reverse scans and ranges across a
+//! group split and a merge. Case 16: a batched lookup (`get_many`) across a compaction that frees
+//! the old group, a split, a merge and a sequential append. Case 17: updates in place (`update`) of
+//! an array key and of a buffered key across a compaction, and an update racing a remove at every
+//! phase (never reviving the key). Case 18: a maintenance pass splitting one group and compacting
+//! another in one batch, under a put and a get. Everything the protocol touches (record cells, the
+//! delta index's nodes, `buf_frozen`, `tmp_buf`, the group link, the grace-period barrier, the
+//! restructure lock) is loom's, so every interleaving of the worker's operation with the
+//! compaction's steps is explored up to the preemption bound.
 //!
 //! Cases that need two concurrent operations besides the compaction (3, 4 and 5) run the
 //! second one on the compacting thread, inside the hook, at each phase boundary in turn (one

@@ -2,9 +2,12 @@
 //! linearizability check of the stress tests. Each key is a register; threads record, for every
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
-//! explains every result. Under `--cfg loom`, `loom_model` runs the crates' loom models with
-//! the workspace's preemption bound. [`TempDir`] gives the file-based tests a fresh directory;
+//! explains every result; [`stress`] is the stress run built on it that the indexes share.
+//! Under `--cfg loom`, `loom_model` runs the crates' loom models with the workspace's
+//! preemption bound. [`TempDir`] gives the file-based tests a fresh directory;
 //! [`calls_per_second`], [`resident_mib`] and [`median`] serve the examples that measure.
+
+pub mod stress;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -113,11 +113,11 @@ impl<K: IndexKey> XIndex<K> {
     /// Keys are split into groups (integers: optimal piecewise-linear segments under
     /// [`Config::error_bound`]; strings: greedy grouping, §3.4.2), at most
     /// [`Config::max_group_size`] keys each, each with the fewest models (up to
-    /// [`Config::max_models`]) whose error is within the bound; a group whose models cannot
-    /// reach the bound is cut into pieces until they do, as the adjustment policy would split
-    /// it at run time (greedy grouping bounds the mean error of one model, the policy the
-    /// largest errors of up to `m`). The first group's pivot is the smallest key, so later inserts below the
-    /// first key have a group to go to.
+    /// [`Config::max_models`]) whose error is within the bound; a group whose models cannot reach
+    /// the bound is cut into pieces until they do, as the adjustment policy would split it at run
+    /// time (greedy grouping bounds the mean error of one model, the policy the largest errors of
+    /// up to `m`). The first group's pivot is the smallest key, so later inserts below the first
+    /// key have a group to go to.
     pub fn bulk_load(pairs: &[(K, u64)], config: Config) -> Result<Self, Error> {
         config.validate()?;
         if let Some(i) = pairs.windows(2).position(|w| w[0].0 >= w[1].0) {
