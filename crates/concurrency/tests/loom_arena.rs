@@ -2,14 +2,13 @@
 //! own values, also when they race to install the next chunk, and every value is dropped once.
 #![cfg(loom)]
 
-mod common;
-
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 
 use concurrency::arena::Arena;
 use concurrency::sync::Arc;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use concurrency::sync::cell::UnsafeCell;
+use test_support::loom_runs;
 
 /// A value as large as a whole minimal chunk, so that every chunk holds one slot and each
 /// `alloc` after the first races to install a chunk. Counts its drops in a std atomic, which is
@@ -38,14 +37,14 @@ impl Drop for Big {
 
 #[test]
 fn racing_allocs_get_distinct_slots_and_one_drop_each() {
-    common::model(|| {
+    loom_runs::check(|| {
         let drops = std::sync::Arc::new(StdAtomicUsize::new(0));
         let arena = Arc::new(Arena::new(1, 1));
         let workers: Vec<_> = (1..=2)
             .map(|tag| {
                 let arena = Arc::clone(&arena);
                 let drops = std::sync::Arc::clone(&drops);
-                common::spawn(move || {
+                loom_runs::spawn(move || {
                     let value = arena.alloc(Big::new(tag, &drops));
                     assert_eq!(value.tag, tag, "a slot holds another call's value");
                     std::ptr::from_ref(value) as usize
@@ -79,13 +78,13 @@ fn racing_allocs_get_distinct_slots_and_one_drop_each() {
 
 #[test]
 fn the_loser_of_the_first_chunk_takes_a_slot_in_the_winners() {
-    common::model(|| {
+    loom_runs::check(|| {
         // Both calls may find the arena empty and race to install a first chunk (of many
         // 8-byte slots); the loser frees its own and takes the winner's second slot.
         let arena = Arc::new(Arena::<u64>::new(1, 1));
         let worker = {
             let arena = Arc::clone(&arena);
-            common::spawn(move || *arena.alloc(1))
+            loom_runs::spawn(move || *arena.alloc(1))
         };
         let mine = *arena.alloc(2);
         assert_eq!((worker.join().expect("no panic"), mine), (1, 2));
@@ -109,13 +108,13 @@ unsafe impl Sync for Tracked {}
 
 #[test]
 fn a_value_published_by_its_allocator_is_read_whole_by_another_thread() {
-    common::model(|| {
+    loom_runs::check(|| {
         let arena = Arc::new(Arena::new(1, 2));
         let published = Arc::new(AtomicPtr::<Tracked>::new(std::ptr::null_mut()));
         let writers: Vec<_> = (1..=2_u64)
             .map(|tag| {
                 let (arena, published) = (Arc::clone(&arena), Arc::clone(&published));
-                common::spawn(move || {
+                loom_runs::spawn(move || {
                     let value = arena.alloc(Tracked {
                         payload: UnsafeCell::new(0),
                         _fill: [0; 15],

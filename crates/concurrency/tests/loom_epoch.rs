@@ -2,11 +2,10 @@
 //! destroyed, and pointer publication is modelled by loom.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::epoch::{self, Atomic, Owned};
 use concurrency::sync::Arc;
 use concurrency::sync::atomic::{AtomicBool, Ordering};
+use test_support::loom_runs;
 
 struct Node {
     value: u64,
@@ -21,7 +20,7 @@ impl Drop for Node {
 
 #[test]
 fn pinned_reader_never_sees_a_deferred_object_destroyed() {
-    common::model(|| {
+    loom_runs::check(|| {
         let first_destroyed = Arc::new(AtomicBool::new(false));
         let root = Arc::new(Atomic::new(Node {
             value: 1,
@@ -29,7 +28,7 @@ fn pinned_reader_never_sees_a_deferred_object_destroyed() {
         }));
         let reader = {
             let root = Arc::clone(&root);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let guard = epoch::pin();
                 let shared = root.load(Ordering::Acquire, &guard);
                 // SAFETY: loaded under `guard`; nodes are destroyed only through

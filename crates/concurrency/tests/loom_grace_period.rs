@@ -8,11 +8,10 @@
 //! slot 0 while online must still see it alive.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use concurrency::sync::{Arc, thread};
 use concurrency::{GracePeriod, Participant};
+use test_support::loom_runs;
 
 struct World {
     domain: GracePeriod,
@@ -53,12 +52,12 @@ fn spawn_reader(
     operation: fn(&World, &Participant),
 ) -> thread::JoinHandle<()> {
     let world = Arc::clone(world);
-    common::spawn(move || operation(&world, &participant))
+    loom_runs::spawn(move || operation(&world, &participant))
 }
 
 #[test]
 fn retired_object_is_not_read_after_synchronize() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         let reader = spawn_reader(&world, world.domain.register(), |world, participant| {
             let _online = participant.enter();
@@ -73,7 +72,7 @@ fn retired_object_is_not_read_after_synchronize() {
 
 #[test]
 fn retry_loop_announcing_quiescence_stays_safe_and_live() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         // The reader is this thread, online before the synchronizer exists: the interleavings
         // that matter need one preemption less than with a spawned reader.
@@ -81,7 +80,7 @@ fn retry_loop_announcing_quiescence_stays_safe_and_live() {
         let online = participant.enter();
         let writer = {
             let world = Arc::clone(&world);
-            common::spawn(move || world.retire_with(|| world.domain.synchronize()))
+            loom_runs::spawn(move || world.retire_with(|| world.domain.synchronize()))
         };
         for _ in 0..2 {
             world.read();
@@ -94,7 +93,7 @@ fn retry_loop_announcing_quiescence_stays_safe_and_live() {
 
 #[test]
 fn spinning_reader_waiting_for_the_synchronizer_does_not_deadlock() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         // XIndex: a put that finds the buffer frozen retries, quiescing, until compaction
         // publishes `tmp_buf`, which happens only after barrier B1 returns.
@@ -116,7 +115,7 @@ fn spinning_reader_waiting_for_the_synchronizer_does_not_deadlock() {
 
 #[test]
 fn idle_participant_does_not_block_synchronize() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         // Registered, was online once, now idle for the whole model.
         let idle = world.domain.register();
@@ -140,7 +139,7 @@ fn idle_participant_does_not_block_synchronize() {
 
 #[test]
 fn online_participant_synchronizing_does_not_wait_for_itself() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         let reader = spawn_reader(&world, world.domain.register(), |world, participant| {
             let _online = participant.enter();
@@ -160,11 +159,11 @@ fn online_participant_synchronizing_does_not_wait_for_itself() {
 
 #[test]
 fn thread_local_participants_enter_and_synchronize() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         let reader = {
             let world = Arc::clone(&world);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let _online = world.domain.enter();
                 world.read();
             })
@@ -187,7 +186,7 @@ fn thread_local_participants_enter_and_synchronize() {
 
 #[test]
 fn two_readers_and_a_synchronizer() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         // One reader with an explicit participant, one through the thread-local cache whose
         // operation passes a quiescent point; both unregister while the synchronizer may wait.
@@ -197,7 +196,7 @@ fn two_readers_and_a_synchronizer() {
         });
         let cached = {
             let world = Arc::clone(&world);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let online = world.domain.enter();
                 world.read();
                 online.quiescent();

@@ -2,12 +2,11 @@
 //! torn, writers exclude each other, and an obsolete node admits no valid read of later state.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::sync::atomic::{AtomicU64, Ordering};
 use concurrency::sync::cell::UnsafeCell;
 use concurrency::sync::{Arc, thread};
 use concurrency::{NodeLock, Restart};
+use test_support::loom_runs;
 
 #[derive(Default)]
 struct Node {
@@ -35,11 +34,11 @@ impl Node {
 
 #[test]
 fn validated_read_is_never_torn() {
-    common::model(|| {
+    loom_runs::check(|| {
         let node = Arc::new(Node::default());
         let writer = {
             let node = Arc::clone(&node);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 for v in 1..=2 {
                     let guard = node.lock.lock().expect("the node is live");
                     node.write_locked(v);
@@ -75,14 +74,14 @@ impl Counter {
 
 #[test]
 fn writers_exclude_each_other() {
-    common::model(|| {
+    loom_runs::check(|| {
         let counter = Arc::new(Counter {
             lock: NodeLock::new(),
             count: UnsafeCell::new(0),
         });
         let other = {
             let counter = Arc::clone(&counter);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let _guard = counter.lock.lock().expect("the node is live");
                 counter.increment_locked();
             })
@@ -104,11 +103,11 @@ fn writers_exclude_each_other() {
 
 #[test]
 fn obsolete_node_admits_no_valid_read_of_its_last_write() {
-    common::model(|| {
+    loom_runs::check(|| {
         let node = Arc::new(Node::default());
         let unlinker = {
             let node = Arc::clone(&node);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let guard = node.lock.lock().expect("the node is live");
                 node.write_locked(1);
                 guard.unlock_obsolete();

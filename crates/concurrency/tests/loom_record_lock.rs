@@ -2,12 +2,11 @@
 //! writers exclude each other, and a cell's value and flags change together.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::sync::atomic::{AtomicU64, Ordering};
 use concurrency::sync::cell::UnsafeCell;
 use concurrency::sync::{Arc, thread};
 use concurrency::{RecordCell, RecordLock, RecordMeta};
+use test_support::loom_runs;
 
 /// Two words that writers set to equal values under the lock.
 #[derive(Default)]
@@ -19,11 +18,11 @@ struct Pair {
 
 #[test]
 fn validated_read_is_never_torn() {
-    common::model(|| {
+    loom_runs::check(|| {
         let pair = Arc::new(Pair::default());
         let writer = {
             let pair = Arc::clone(&pair);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 for v in 1..=2 {
                     let _guard = pair.lock.lock();
                     pair.a.store(v, Ordering::Relaxed);
@@ -63,14 +62,14 @@ impl Counter {
 
 #[test]
 fn writers_exclude_each_other() {
-    common::model(|| {
+    loom_runs::check(|| {
         let counter = Arc::new(Counter {
             lock: RecordLock::default(),
             count: UnsafeCell::new(0),
         });
         let other = {
             let counter = Arc::clone(&counter);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let _guard = counter.lock.lock();
                 counter.increment_locked();
             })
@@ -94,14 +93,14 @@ fn writers_exclude_each_other() {
 
 #[test]
 fn cell_value_and_flags_change_together() {
-    common::model(|| {
+    loom_runs::check(|| {
         let cell = Arc::new(RecordCell::new(
             RecordMeta::new().with_uninitialized(true),
             0,
         ));
         let writer = {
             let cell = Arc::clone(&cell);
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let mut guard = cell.lock();
                 guard.set_value(7);
                 guard.set_uninitialized(false);
@@ -130,7 +129,7 @@ fn cell_value_and_flags_change_together() {
 /// does this: stores become visible in finite time.
 #[test]
 fn two_writers_and_a_reader_never_tear() {
-    common::model_with_max_preemptions(2, || {
+    loom_runs::check_with_max_preemptions(2, || {
         let pair = Arc::new(Pair::default());
         let writers: Vec<_> = [1, 2]
             .into_iter()
@@ -143,7 +142,7 @@ fn two_writers_and_a_reader_never_tear() {
                 })
             })
             .collect();
-        // No yield after the spawns here (unlike `common::spawn`, tokio-rs/loom#166): with one,
+        // No yield after the spawns here (unlike `loom_runs::spawn`, tokio-rs/loom#166): with one,
         // the spinning reader runs into the branch limit described above even at two
         // preemptions. The single-writer models above cover the reader-first order.
         let (meta, a, b) = loop {

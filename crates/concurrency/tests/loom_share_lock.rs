@@ -7,12 +7,11 @@
 //! access of two holders to one cell that the lock leaves unordered.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::sync::atomic::{AtomicUsize, Ordering};
 use concurrency::sync::cell::UnsafeCell;
 use concurrency::sync::{Arc, thread};
 use concurrency::{Share, ShareLock};
+use test_support::loom_runs;
 
 /// Items 0..4 and the lock that hands out shares of them.
 struct World {
@@ -73,7 +72,7 @@ fn race(a: Hold, b: Hold) {
     let world = World::new();
     let other = {
         let world = Arc::clone(&world);
-        common::spawn(move || world.hold(a, 1))
+        loom_runs::spawn(move || world.hold(a, 1))
     };
     world.hold(b, 2);
     other.join().expect("the other holder finishes");
@@ -81,30 +80,30 @@ fn race(a: Hold, b: Hold) {
 
 #[test]
 fn one_share_is_held_by_one_thread_at_a_time() {
-    common::model(|| race(Hold::Share(0, 2), Hold::Share(0, 2)));
+    loom_runs::check(|| race(Hold::Share(0, 2), Hold::Share(0, 2)));
 }
 
 #[test]
 fn shares_of_two_splits_do_not_overlap() {
-    common::model(|| race(Hold::Share(1, 2), Hold::Share(1, 3)));
+    loom_runs::check(|| race(Hold::Share(1, 2), Hold::Share(1, 3)));
 }
 
 #[test]
 fn an_exclusive_hold_excludes_every_share() {
-    common::model(|| race(Hold::Exclusive, Hold::Share(1, 2)));
-    common::model(|| race(Hold::Exclusive, Hold::Exclusive));
+    loom_runs::check(|| race(Hold::Exclusive, Hold::Share(1, 2)));
+    loom_runs::check(|| race(Hold::Exclusive, Hold::Exclusive));
 }
 
 /// Two distinct shares of one split are held together: the second is taken while the first
 /// waits for it to be taken (a lock that admitted one share at a time would deadlock here).
 #[test]
 fn distinct_shares_are_held_together() {
-    common::model(|| {
+    loom_runs::check(|| {
         let world = World::new();
         let taken = Arc::new(AtomicUsize::new(0));
         let other = {
             let (world, taken) = (Arc::clone(&world), Arc::clone(&taken));
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 let _held = world.lock.share(Share::of(0, 2));
                 taken.fetch_add(1, Ordering::SeqCst);
                 while taken.load(Ordering::SeqCst) < 2 {

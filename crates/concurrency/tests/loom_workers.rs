@@ -9,11 +9,10 @@
 //! The condition variable that carries the wake-up is `std`'s and no part of the models.
 #![cfg(loom)]
 
-mod common;
-
 use concurrency::Demand;
 use concurrency::sync::Arc;
 use concurrency::sync::atomic::{AtomicUsize, Ordering};
+use test_support::loom_runs;
 
 /// A worker whose last pass took the work there was, now deciding to sleep long, and `writers`
 /// threads marking work meanwhile.
@@ -23,7 +22,7 @@ fn idle_worker_and_writers(writers: usize) {
     let marks: Vec<_> = (0..writers)
         .map(|_| {
             let demand = Arc::clone(&demand);
-            common::spawn(move || demand.announce(0))
+            loom_runs::spawn(move || demand.announce(0))
         })
         .collect();
     let saw_work = demand.rest(0, true);
@@ -42,23 +41,23 @@ fn idle_worker_and_writers(writers: usize) {
 
 #[test]
 fn a_mark_reaches_a_worker_going_idle() {
-    common::model(|| idle_worker_and_writers(1));
+    loom_runs::check(|| idle_worker_and_writers(1));
 }
 
 #[test]
 fn marks_of_two_writers_reach_a_worker_going_idle() {
-    common::model(|| idle_worker_and_writers(2));
+    loom_runs::check(|| idle_worker_and_writers(2));
 }
 
 /// A worker at its period (not idle) needs no wake: the mark waits for its next pass.
 #[test]
 fn a_worker_at_its_period_is_not_woken() {
-    common::model(|| {
+    loom_runs::check(|| {
         let demand = Arc::new(Demand::new(1));
         assert!(demand.take(0));
         let mark = {
             let demand = Arc::clone(&demand);
-            common::spawn(move || demand.announce(0))
+            loom_runs::spawn(move || demand.announce(0))
         };
         assert!(
             !demand.rest(0, false),
@@ -72,13 +71,13 @@ fn a_worker_at_its_period_is_not_woken() {
 /// A pass that takes a writer's mark sees the writes the writer made before marking.
 #[test]
 fn a_pass_that_takes_a_mark_sees_the_writes_before_it() {
-    common::model(|| {
+    loom_runs::check(|| {
         let demand = Arc::new(Demand::new(1));
         assert!(demand.take(0));
         let written = Arc::new(AtomicUsize::new(0));
         let writer = {
             let (demand, written) = (Arc::clone(&demand), Arc::clone(&written));
-            common::spawn(move || {
+            loom_runs::spawn(move || {
                 written.store(1, Ordering::Relaxed);
                 demand.announce(0);
             })

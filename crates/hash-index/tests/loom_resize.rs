@@ -28,7 +28,7 @@
 
 use concurrency::sync::{Arc, thread};
 use hash_index::{Config, HashIndex, Phase, XIndexH};
-use test_support::loom_model as model;
+use test_support::loom_runs::{self, model};
 
 /// Keys 10 → 1 and 20 → 2 in one group of two buckets; no background thread.
 fn tiny_index() -> Arc<XIndexH<u64>> {
@@ -47,9 +47,7 @@ fn spawn<T: Send + 'static>(
     op: impl FnOnce(&XIndexH<u64>) -> T + Send + 'static,
 ) -> thread::JoinHandle<T> {
     let index = Arc::clone(index);
-    let handle = thread::spawn(move || op(&index));
-    thread::yield_now();
-    handle
+    loom_runs::spawn(move || op(&index))
 }
 
 /// Resizes the only group to one bucket on this thread.

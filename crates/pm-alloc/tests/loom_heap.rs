@@ -5,8 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use concurrency::sync::{Arc, Mutex, thread};
+use concurrency::sync::{Arc, Mutex};
 use pm_alloc::alloc::heap::{HeapShape, VolatileHeap};
+use test_support::loom_runs;
 
 /// One 256-byte chunk of four 64 B blocks, caches of two: every path (cache hit, refill from
 /// the shared list, carving, spilling back) is reached within a few operations.
@@ -19,25 +20,6 @@ fn heap(lanes: usize) -> VolatileHeap {
         lanes,
         cache_capacity: 2,
     })
-}
-
-/// Runs `f` under loom (preemptions bounded to 2 unless `LOOM_MAX_PREEMPTIONS` says otherwise)
-/// and prints the number of executions explored (visible with `--nocapture`).
-fn model(f: impl Fn() + Send + Sync + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
-    // A std atomic on purpose: it counts executions and is no part of the model.
-    let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&executions);
-    builder.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "{}: {} executions explored",
-        std::thread::current().name().unwrap_or("model"),
-        executions.load(std::sync::atomic::Ordering::Relaxed)
-    );
 }
 
 /// Takes, returns and takes again, recording holdings in `held` (a block may be in it once).
@@ -61,15 +43,14 @@ fn churn(heap: &VolatileHeap, held: &Mutex<BTreeSet<u64>>) {
 
 #[test]
 fn no_block_is_handed_out_twice() {
-    model(|| {
+    loom_runs::check(|| {
         let heap = Arc::new(heap(2));
         let held = Arc::new(Mutex::new(BTreeSet::new()));
         let other = {
             let heap = Arc::clone(&heap);
             let held = Arc::clone(&held);
-            thread::spawn(move || churn(&heap, &held))
+            loom_runs::spawn(move || churn(&heap, &held))
         };
-        thread::yield_now();
         churn(&heap, &held);
         other.join().expect("no panic");
         assert_eq!(held.lock().len(), 4);
@@ -79,7 +60,7 @@ fn no_block_is_handed_out_twice() {
 
 #[test]
 fn a_lane_has_one_owner_at_a_time() {
-    model(|| {
+    loom_runs::check(|| {
         let heap = Arc::new(heap(1));
         let owners = Arc::new(Mutex::new(0_usize));
         let claim = |heap: &VolatileHeap, owners: &Mutex<usize>| {
@@ -99,9 +80,8 @@ fn a_lane_has_one_owner_at_a_time() {
         let other = {
             let heap = Arc::clone(&heap);
             let owners = Arc::clone(&owners);
-            thread::spawn(move || claim(&heap, &owners))
+            loom_runs::spawn(move || claim(&heap, &owners))
         };
-        thread::yield_now();
         let mine = claim(&heap, &owners);
         let theirs = other.join().expect("no panic");
         assert!(mine || theirs, "a free lane is always claimable by someone");

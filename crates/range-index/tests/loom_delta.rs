@@ -24,13 +24,12 @@
 //!   the threads start, and never reads the tree's nodes.
 #![cfg(loom)]
 
-mod common;
-
 use std::ops::Bound;
 
 use concurrency::RecordCell;
 use concurrency::sync::thread;
 use range_index::xindex::DeltaIndex;
+use test_support::loom_runs;
 
 /// The loom fanout: leaves hold 4 entries, inner nodes 3 separators.
 type Tree = DeltaIndex<u64, 4>;
@@ -75,7 +74,7 @@ fn increment(cell: &RecordCell) {
 /// taken before the split, and the main thread looks 30 up.
 #[test]
 fn root_leaf_split_vs_get_vs_neighbour_update() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[10, 20, 30, 40]);
         let cell_30 = tree.get(&30).expect("pre-filled");
         let inserter = thread::spawn(move || {
@@ -83,8 +82,7 @@ fn root_leaf_split_vs_get_vs_neighbour_update() {
             assert!(inserted, "25 was absent");
             assert_eq!(cell.read().1, 250);
         });
-        let updater = thread::spawn(move || increment(cell_30));
-        thread::yield_now();
+        let updater = loom_runs::spawn(move || increment(cell_30));
         let seen = value_of(tree, 30);
         assert!(
             seen == Some(30) || seen == Some(31),
@@ -107,10 +105,9 @@ fn root_leaf_split_vs_get_vs_neighbour_update() {
 /// up the moved 60, then iterates.
 #[test]
 fn leaf_split_under_a_parent_vs_get_and_iteration() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[10, 20, 30, 40, 50, 60]);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(55, 550).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(55, 550).1));
         assert_eq!(value_of(tree, 60), Some(60), "get(60) during the split");
         let keys = keys_of(tree);
         let old: Vec<u64> = keys.iter().copied().filter(|&k| k != 55).collect();
@@ -132,19 +129,17 @@ fn backward_iterations_vs_leaf_and_root_splits() {
         assert!(keys.is_sorted_by(|a, b| a > b), "iteration saw {keys:?}");
         keys
     };
-    common::model(move || {
+    loom_runs::check(move || {
         let tree = tree_of(&[10, 20, 30, 40, 50, 60]);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(55, 550).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(55, 550).1));
         let keys = backward(tree, Bound::Excluded(&60));
         let old: Vec<u64> = keys.iter().copied().filter(|&k| k != 55).collect();
         assert_eq!(old, [50, 40, 30, 20, 10], "iteration saw {keys:?}");
         inserter.join().expect("the inserter does not panic");
     });
-    common::model(move || {
+    loom_runs::check(move || {
         let tree = tree_of(&[10, 20, 30, 40, 50, 60, 70, 80]);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(90, 900).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(90, 900).1));
         let keys = backward(tree, Bound::Unbounded);
         let old: Vec<u64> = keys.iter().copied().filter(|&k| k != 90).collect();
         assert_eq!(
@@ -165,11 +160,10 @@ fn backward_iterations_vs_leaf_and_root_splits() {
 /// level above the leaf's parent; the fanout-4 stress test races such splits on real threads.
 #[test]
 fn backward_iteration_vs_an_inner_split_in_a_three_level_tree() {
-    common::model(|| {
+    loom_runs::check(|| {
         let keys: Vec<u64> = (1..=13).map(|k| k * 10).collect();
         let tree = tree_of(&keys);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(140, 1_400).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(140, 1_400).1));
         let seen: Vec<u64> = tree
             .iter_rev(Bound::Excluded(&135))
             .map(|(key, _)| *key)
@@ -184,10 +178,9 @@ fn backward_iteration_vs_an_inner_split_in_a_three_level_tree() {
 /// retry, against a lookup of the moved 80.
 #[test]
 fn leaf_split_then_root_split_vs_get() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[10, 20, 30, 40, 50, 60, 70, 80]);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(90, 900).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(90, 900).1));
         assert_eq!(value_of(tree, 80), Some(80), "get(80) during the splits");
         inserter.join().expect("the inserter does not panic");
         assert_eq!(value_of(tree, 90), Some(900));
@@ -199,10 +192,9 @@ fn leaf_split_then_root_split_vs_get() {
 /// wins, and both keys land in it.
 #[test]
 fn first_inserts_plant_one_root_leaf() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[]);
-        let other = thread::spawn(move || tree.get_or_insert(20, 20).1);
-        thread::yield_now();
+        let other = loom_runs::spawn(move || tree.get_or_insert(20, 20).1);
         let inserted = tree.get_or_insert(10, 10).1;
         let other_inserted = other.join().expect("the other inserter does not panic");
         assert!(inserted && other_inserted, "both keys were absent");
@@ -215,10 +207,9 @@ fn first_inserts_plant_one_root_leaf() {
 /// key, the iterations that follow it see it too.
 #[test]
 fn first_insert_vs_get_and_iterations() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[]);
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(10, 100).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(10, 100).1));
         let seen = value_of(tree, 10);
         assert!(matches!(seen, None | Some(100)), "get(10) = {seen:?}");
         let forward = keys_of(tree);
@@ -243,10 +234,9 @@ fn first_insert_vs_get_and_iterations() {
 /// finds its entry.
 #[test]
 fn same_absent_key_is_inserted_once() {
-    common::model(|| {
+    loom_runs::check(|| {
         let tree = tree_of(&[10, 20, 30, 40]);
-        let other = thread::spawn(move || tree.get_or_insert(25, 1));
-        thread::yield_now();
+        let other = loom_runs::spawn(move || tree.get_or_insert(25, 1));
         let (cell, inserted) = tree.get_or_insert(25, 2);
         let (other_cell, other_inserted) = other.join().expect("the other inserter does not panic");
         assert!(inserted != other_inserted, "exactly one insert of 25");
@@ -261,14 +251,13 @@ fn same_absent_key_is_inserted_once() {
 /// while the main thread looks up a moved key.
 #[test]
 fn root_leaf_split_vs_get_with_tied_summaries() {
-    common::model(|| {
+    loom_runs::check(|| {
         let key = |last: u8| [b"summary!".as_slice(), &[last]].concat();
         let tree: &'static DeltaIndex<Vec<u8>, 4> = Box::leak(Box::new(DeltaIndex::new()));
         for last in [10, 20, 30, 40] {
             assert!(tree.get_or_insert(key(last), u64::from(last)).1);
         }
-        let inserter = thread::spawn(move || assert!(tree.get_or_insert(key(25), 25).1));
-        thread::yield_now();
+        let inserter = loom_runs::spawn(move || assert!(tree.get_or_insert(key(25), 25).1));
         let seen = tree.get(&key(30)).map(|cell| cell.read().1);
         assert_eq!(seen, Some(30), "get of a moved key during the split");
         inserter.join().expect("the inserter does not panic");

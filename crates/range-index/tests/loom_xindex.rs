@@ -31,7 +31,7 @@ use concurrency::sync::atomic::{AtomicBool, Ordering};
 use concurrency::sync::{Arc, thread};
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, Phase, Restructure, XIndex};
-use test_support::loom_model as model;
+use test_support::loom_runs::{self, model};
 
 /// Keys 10 → 1 and 20 → 2 in one group; no background thread.
 fn tiny_index() -> Arc<XIndex<u64>> {
@@ -50,9 +50,7 @@ fn spawn<T: Send + 'static>(
     op: impl FnOnce(&XIndex<u64>) -> T + Send + 'static,
 ) -> thread::JoinHandle<T> {
     let index = Arc::clone(index);
-    let handle = thread::spawn(move || op(&index));
-    thread::yield_now();
-    handle
+    loom_runs::spawn(move || op(&index))
 }
 
 /// Compacts the only group on this thread, running `op` at phase `at`; returns its result.

@@ -3,10 +3,12 @@
 //! operation on it, when it was invoked and when it returned, what it did and what it saw, and
 //! [`linearizable`] decides whether some order of those operations, consistent with real time,
 //! explains every result; [`stress`] is the stress run built on it that the indexes share.
-//! Under `--cfg loom`, `loom_model` runs the crates' loom models with the workspace's
-//! preemption bound. [`TempDir`] gives the file-based tests a fresh directory;
+//! Under `--cfg loom`, `loom_runs` runs the crates' loom models with the workspace's
+//! settings. [`TempDir`] gives the file-based tests a fresh directory;
 //! [`calls_per_second`], [`resident_mib`] and [`median`] serve the examples that measure.
 
+#[cfg(loom)]
+pub mod loom_runs;
 pub mod stress;
 
 use std::collections::HashSet;
@@ -81,35 +83,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Runs `f` under loom, bounding preemptions to 2 when `LOOM_MAX_PREEMPTIONS` is unset, and
-/// prints the executions explored and the time taken (visible with `--nocapture`).
-///
-/// An execution may take up to 2,000 scheduling branches (loom's default is 1,000): a
-/// maintenance pass over two groups, with its barriers' wait loops and the foreground
-/// operations racing it, takes more than 1,000.
-#[cfg(loom)]
-pub fn loom_model(name: &str, f: impl Fn() + Send + Sync + 'static) {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.unwrap_or(2));
-    builder.max_branches = builder.max_branches.max(2_000);
-    // A std atomic on purpose: it counts executions and is no part of the model.
-    let executions = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&executions);
-    let started = std::time::Instant::now();
-    builder.check(move || {
-        counter.fetch_add(1, Ordering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "{name}: {} executions explored in {:.1} s",
-        executions.load(Ordering::Relaxed),
-        started.elapsed().as_secs_f64()
-    );
 }
 
 /// What an operation did to its key's register.

@@ -34,7 +34,7 @@ fn committer(log: Arc<Log>) -> thread::JoinHandle<()> {
 
 #[test]
 fn an_acknowledged_write_is_on_disk() {
-    test_support::loom_model("group commit: two writers", || {
+    test_support::loom_runs::model("group commit: two writers", || {
         let log = Arc::new(Log {
             commit: GroupCommit::new(),
             lanes: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
@@ -76,7 +76,7 @@ fn an_acknowledged_write_is_on_disk() {
 
 #[test]
 fn a_failed_round_reaches_its_waiter() {
-    test_support::loom_model("group commit: failure", || {
+    test_support::loom_runs::model("group commit: failure", || {
         let commit = Arc::new(GroupCommit::new());
         let committer = {
             let commit = Arc::clone(&commit);
