@@ -77,6 +77,7 @@ fn stress<K: HashKey + NumberedKey>(budget: Duration, background_threads: usize)
             .resize_slot_with(slot, Some(rng.random_range(1..10)), |_| {});
         forced.fetch_add(1, Ordering::Relaxed);
     });
+    summary.check_contents(&map);
     let forced = forced.load(Ordering::Relaxed);
     assert!(forced > 0, "the resizer resized meanwhile");
     eprintln!(

@@ -73,6 +73,7 @@ fn stress<K: IndexKey + NumberedKey>(
         map.0.restructure_slot_with(slot, change, |_| {});
     });
     let stats = map.0.stats();
+    summary.check_contents(&map);
     assert!(
         stats.compactions > 0
             && stats.group_splits > 0

@@ -8,8 +8,8 @@
 //!   [`linearizable`](crate::linearizable());
 //! - **lost updates and resurrection**: each worker owns keys that it alone writes, with
 //!   strictly increasing values (inserts, and updates adding one) and removes; every result (of
-//!   gets, batched gets and writes) must match its private model, and the final contents must
-//!   equal it;
+//!   gets, batched gets and writes) must match its private model, and so must the contents
+//!   after the run ([`Summary::check_contents`]);
 //! - **stable keys**: the multiples of 4 below the key space are loaded and never written;
 //!   after the run each still holds its own number. The map's own reads
 //!   ([`StressedMap::check_reads`]: iterations, scans) check them while the workers run.
@@ -126,22 +126,46 @@ macro_rules! stressed_point_ops {
     };
 }
 
-/// What a stress run did.
-#[derive(Debug, Clone, Copy)]
+/// What a stress run did, and what the map must hold after it.
+#[derive(Debug)]
+#[must_use = "the map's contents are checked by `Summary::check_contents`"]
 pub struct Summary {
     /// Rounds run.
     pub rounds: u64,
     /// Hot-key operations whose histories were checked.
     pub checked: usize,
+    /// Each worker's model of its owned keys.
+    owned: Vec<BTreeMap<u64, Option<u64>>>,
+    key_space: u64,
+}
+
+impl Summary {
+    /// Settles `map` ([`StressedMap::settle`]), then checks that every owned key holds what its
+    /// worker's model says and every stable key its own number.
+    ///
+    /// # Panics
+    ///
+    /// If a key holds anything else.
+    pub fn check_contents(&self, map: &impl StressedMap) {
+        map.settle();
+        for mine in &self.owned {
+            for (&n, &value) in mine {
+                assert_eq!(map.get(n), value, "owned key {n}");
+            }
+        }
+        for n in (0..self.key_space).step_by(4) {
+            assert_eq!(map.get(n), Some(n), "stable key {n}");
+        }
+    }
 }
 
 /// Runs rounds on `map`, loaded with [`initial_pairs`] of `key_space`, for `budget`, while
-/// `disturb` is called over and over on another thread; then settles the map and checks every
-/// owned and stable key.
+/// `disturb` is called over and over on another thread. The caller may read what the map did
+/// meanwhile (its statistics) before [`Summary::check_contents`] settles it.
 ///
 /// # Panics
 ///
-/// If any check fails.
+/// If a worker's check or a key's history fails.
 pub fn run<M: StressedMap>(
     map: &M,
     key_space: u64,
@@ -150,7 +174,7 @@ pub fn run<M: StressedMap>(
 ) -> Summary {
     let epoch = Instant::now();
     let now = || epoch.elapsed().as_nanos() as u64;
-    let mut owned: Vec<BTreeMap<u64, Option<u64>>> = (0..WORKERS)
+    let owned = (0..WORKERS)
         .map(|t| {
             (0..OWNED_PER_WORKER)
                 .map(|j| (OWNED_BASE + t * 100 + j, None))
@@ -161,6 +185,8 @@ pub fn run<M: StressedMap>(
     let mut summary = Summary {
         rounds: 0,
         checked: 0,
+        owned,
+        key_space,
     };
     let stop = AtomicBool::new(false);
     thread::scope(|outer| {
@@ -189,7 +215,8 @@ pub fn run<M: StressedMap>(
             let initial: Vec<Option<u64>> = hot.iter().map(|&n| map.get(n)).collect();
             let barrier = Barrier::new(WORKERS as usize);
             let histories: Vec<Vec<Event>> = thread::scope(|scope| {
-                let workers: Vec<_> = owned
+                let workers: Vec<_> = summary
+                    .owned
                     .iter_mut()
                     .enumerate()
                     .map(|(t, mine)| {
@@ -225,15 +252,6 @@ pub fn run<M: StressedMap>(
         }
         stop.store(true, Ordering::Relaxed);
     });
-    map.settle();
-    for mine in &owned {
-        for (&n, &value) in mine {
-            assert_eq!(map.get(n), value, "owned key {n}");
-        }
-    }
-    for n in (0..key_space).step_by(4) {
-        assert_eq!(map.get(n), Some(n), "stable key {n}");
-    }
     summary
 }
 
