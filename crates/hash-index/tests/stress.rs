@@ -17,7 +17,8 @@ use rand::RngExt;
 use rand::rngs::SmallRng;
 use test_support::stress::{self, NumberedKey, StressedMap, initial_pairs, pick_owned};
 
-/// Keys `0..KEY_SPACE` are loaded and hot (`test_support::stress`).
+/// The run's keys are `0..KEY_SPACE`: the even ones loaded, the multiples of 4 stable, the
+/// others hot-key candidates (`test_support::stress::initial_pairs`).
 const KEY_SPACE: u64 = 2_000;
 
 /// XIndex-H under stress.

@@ -21,7 +21,8 @@ use range_index::OrderedIndex;
 use range_index::xindex::{Config, IndexKey, Restructure, XIndex};
 use test_support::stress::{self, NumberedKey, StressedMap, initial_pairs};
 
-/// Keys `0..KEY_SPACE` are loaded and hot (`test_support::stress`).
+/// The run's keys are `0..KEY_SPACE`: the even ones loaded, the multiples of 4 stable, the
+/// others hot-key candidates (`test_support::stress::initial_pairs`).
 const KEY_SPACE: u64 = 4_000;
 const SCAN_LEN: usize = 12;
 
