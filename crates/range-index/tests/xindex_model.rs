@@ -492,6 +492,32 @@ fn bulk_load_rejects_unsorted_keys_and_bad_configs() {
 }
 
 #[test]
+fn the_largest_parameters_are_accepted() {
+    let pairs: Vec<(u64, u64)> = (0..2_000u64).map(|i| (i * i * 31, i)).collect();
+    let strings: Vec<(Vec<u8>, u64)> = (0..2_000u64)
+        .map(|i| (format!("key:{:07}", i * i).into_bytes(), i))
+        .collect();
+    let config = Config {
+        error_bound: usize::MAX,
+        delta_threshold: usize::MAX,
+        max_group_size: usize::MAX,
+        background_threads: 0,
+        ..Config::default()
+    };
+    let numbers = XIndex::bulk_load(&pairs, config.clone()).expect("valid");
+    let words = XIndex::bulk_load(&strings, config).expect("valid");
+    for i in (0..2_000u64).step_by(97) {
+        assert_eq!(numbers.get(&(i * i * 31)), Some(i));
+        assert_eq!(words.get(format!("key:{:07}", i * i).as_bytes()), Some(i));
+    }
+    numbers.insert(5, 5);
+    words.insert(b"key:".to_vec(), 5);
+    numbers.quiesce();
+    words.quiesce();
+    assert_eq!((numbers.len(), words.len()), (2_001, 2_001));
+}
+
+#[test]
 fn stats_describe_the_structure() {
     let pairs: Vec<(u64, u64)> = (0..10_000u64).map(|i| (i * i, i)).collect();
     let config = Config {

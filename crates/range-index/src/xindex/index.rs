@@ -450,7 +450,7 @@ fn within_bound<K: IndexKey>(
     let bound = config.error_bound.max(1);
     let models = train_within::<K>(&keys[range.clone()], bound, config.max_models);
     let error = mean_error::<K>(&models);
-    if range.len() < 2 * bound || error <= bound as f64 {
+    if range.len() / 2 < bound || error <= bound as f64 {
         out.push((range, models));
         return;
     }
