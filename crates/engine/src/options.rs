@@ -35,7 +35,9 @@ impl Default for Options {
         Self {
             durability: Durability::Periodic(Duration::from_millis(200)),
             checkpoint_interval: Some(Duration::from_secs(30)),
-            log_lanes: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            log_lanes: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(wal_checkpoint::MAX_LANES),
             segment_bytes: 64 << 20,
             tolerate_corruption: false,
             ordered: range_index::xindex::Config::default(),
@@ -65,7 +67,8 @@ impl Options {
         self
     }
 
-    /// The number of log lanes (per-thread buffers, each with its own files).
+    /// The number of log lanes (per-thread buffers, each with its own files), in
+    /// `1..=`[`wal_checkpoint::MAX_LANES`]. Default: the machine's available parallelism.
     pub fn log_lanes(mut self, lanes: usize) -> Self {
         self.log_lanes = lanes;
         self
@@ -124,10 +127,11 @@ impl Options {
         if self.checkpoint_interval.is_some_and(|i| i.is_zero()) {
             return Err(Error::InvalidOptions("a zero checkpoint interval".into()));
         }
-        if self.log_lanes == 0 || self.log_lanes > 4096 {
-            return Err(Error::InvalidOptions(
-                "log lanes must be in 1..=4096".into(),
-            ));
+        if self.log_lanes == 0 || self.log_lanes > wal_checkpoint::MAX_LANES {
+            return Err(Error::InvalidOptions(format!(
+                "log lanes must be in 1..={}",
+                wal_checkpoint::MAX_LANES
+            )));
         }
         if self.segment_bytes < 4096 {
             return Err(Error::InvalidOptions(

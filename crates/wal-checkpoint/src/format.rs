@@ -29,11 +29,13 @@
 //! ```
 //!
 //! All integers are little-endian. Decoding never panics: every length is checked against the
-//! bytes at hand.
+//! bytes at hand, and every timestamp and segment number against 2^62 (`MAX_STAMP`).
 //!
 //! The salt keeps a frame's image inside a value (a copy of another log's bytes, say) from
 //! passing for a frame of the segment: recovery tries every offset after a bad frame for the
 //! frames that tell a torn tail from corruption, and such an image fails the checksum there.
+
+use crate::range_crc::RangeCrc;
 
 /// The segment format version this build writes. Version 2 added the header's salt, which
 /// seeds every frame's checksum, and the synced record (kind 6); version 1 segments are read
@@ -59,6 +61,11 @@ const NOTED_CUT: usize = 4 + 8 + 8 + 8;
 pub(crate) const FRAME_HEADER: usize = 8;
 /// The largest payload a frame holds (keeps a corrupt length from asking for huge buffers).
 pub const MAX_PAYLOAD: usize = 1 << 30;
+/// The largest timestamp, and the largest segment number, that a file may name. The log's
+/// clock ticks once a record and restarts above the largest stamp recovered, and a lane's
+/// segments are numbered from 0: neither comes near 2^62, so a larger one is corruption (and
+/// counting on from it cannot wrap around).
+pub(crate) const MAX_STAMP: u64 = 1 << 62;
 /// Bytes of a segment header (of the version this build writes; the largest).
 pub(crate) const SEGMENT_HEADER: usize = 44;
 /// Bytes of a version 1 segment header.
@@ -88,6 +95,37 @@ impl Seed {
     pub fn of(salt: u64) -> Seed {
         Seed(crc32c::crc32c(&salt.to_le_bytes()))
     }
+}
+
+/// `word` as a timestamp or segment number, unless it is above [`MAX_STAMP`].
+fn stamp(word: u64) -> Result<u64, &'static str> {
+    if word > MAX_STAMP {
+        return Err("timestamp or segment number out of range");
+    }
+    Ok(word)
+}
+
+/// The timestamp of the record whose payload is `payload`.
+pub(crate) fn record_stamp(payload: &[u8]) -> Result<u64, &'static str> {
+    if payload.len() < 9 {
+        return Err("record too short for its timestamp");
+    }
+    stamp(u64_at(payload, 1))
+}
+
+/// Whether a frame that [`read_frame`] reads as valid starts at `at` in `crc`'s buffer, a
+/// segment whose frames are checksummed from `seed`: the same test, in time independent of
+/// the frame's length (so that recovery can try every offset of a long tail).
+pub(crate) fn is_valid_frame_at(crc: &RangeCrc<'_>, at: usize, seed: Seed) -> bool {
+    let bytes = crc.bytes();
+    if bytes.len().saturating_sub(at) < FRAME_HEADER {
+        return false;
+    }
+    let len = u32_at(bytes, at + 4) as usize;
+    len != 0
+        && len <= MAX_PAYLOAD
+        && len <= bytes.len() - at - FRAME_HEADER
+        && crc.append(seed.0, at + 4..at + FRAME_HEADER + len) == u32_at(bytes, at)
 }
 
 /// Whether `kind` is the kind byte of a log record in a segment with `header`.
@@ -408,7 +446,7 @@ pub(crate) fn decode_record(payload: &[u8]) -> Result<Record, &'static str> {
         at: 0,
     };
     let kind = c.u8().ok_or("empty record")?;
-    let ts = c.u64().ok_or("record too short for its timestamp")?;
+    let ts = stamp(c.u64().ok_or("record too short for its timestamp")?)?;
     let record = match kind {
         KIND_PUT | KIND_REMOVE => {
             let (table, key) = c.key().ok_or("record too short for its key")?;
@@ -543,8 +581,8 @@ impl SegmentHeader {
         }
         Ok(Self {
             lane: u32_at(bytes, 12),
-            seq: u64_at(bytes, 16),
-            prev_last_ts: u64_at(bytes, 24),
+            seq: stamp(u64_at(bytes, 16))?,
+            prev_last_ts: stamp(u64_at(bytes, 24))?,
             salt: (version == SEGMENT_VERSION).then(|| u64_at(bytes, 32)),
         })
     }
@@ -583,8 +621,8 @@ impl CheckpointHeader {
             return Err("unsupported checkpoint format version");
         }
         let header = Self {
-            t_begin: u64_at(bytes, 12),
-            t_end: u64_at(bytes, 20),
+            t_begin: stamp(u64_at(bytes, 12))?,
+            t_end: stamp(u64_at(bytes, 20))?,
         };
         if header.t_begin > header.t_end {
             return Err("checkpoint begins after it ends");
@@ -669,15 +707,17 @@ pub(crate) fn decode_cut_note(bytes: &[u8]) -> Result<Vec<NotedCut>, &'static st
     if body - 16 != count * NOTED_CUT {
         return Err("cut note length does not match its count");
     }
-    Ok(bytes[16..body]
+    bytes[16..body]
         .chunks_exact(NOTED_CUT)
-        .map(|cut| NotedCut {
-            lane: u32_at(cut, 0),
-            seq: u64_at(cut, 4),
-            at: u64_at(cut, 12),
-            t_safe: u64_at(cut, 20),
+        .map(|cut| {
+            Ok(NotedCut {
+                lane: u32_at(cut, 0),
+                seq: stamp(u64_at(cut, 4))?,
+                at: u64_at(cut, 12),
+                t_safe: stamp(u64_at(cut, 20))?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -855,5 +895,73 @@ mod tests {
         assert!(decode_record(&[1, 2, 3]).is_err());
         assert!(decode_record(&[KIND_SYNCED, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]).is_err());
         assert!(decode_record(&[KIND_BATCH, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]).is_err());
+    }
+
+    #[test]
+    fn stamps_above_the_limit_are_refused_in_every_file() {
+        let too_late = MAX_STAMP + 1;
+        let out_of_range = "timestamp or segment number out of range";
+        let header = SegmentHeader {
+            lane: 0,
+            seq: MAX_STAMP,
+            prev_last_ts: MAX_STAMP,
+            salt: Some(1),
+        };
+        assert_eq!(SegmentHeader::decode(&header.encode()), Ok(header));
+        for forged in [
+            SegmentHeader {
+                seq: too_late,
+                ..header
+            },
+            SegmentHeader {
+                prev_last_ts: too_late,
+                ..header
+            },
+        ] {
+            assert_eq!(SegmentHeader::decode(&forged.encode()), Err(out_of_range));
+        }
+        let checkpoint = CheckpointHeader {
+            t_begin: 1,
+            t_end: too_late,
+        };
+        assert_eq!(
+            CheckpointHeader::decode(&checkpoint.encode()),
+            Err(out_of_range)
+        );
+        let cut = NotedCut {
+            lane: 0,
+            seq: 0,
+            at: 44,
+            t_safe: too_late,
+        };
+        assert_eq!(decode_cut_note(&encode_cut_note(&[cut])), Err(out_of_range));
+        let mut heartbeat = Vec::new();
+        encode_heartbeat(&mut heartbeat, Seed::PLAIN, too_late);
+        let payload = &heartbeat[FRAME_HEADER..];
+        assert_eq!(record_stamp(payload), Err(out_of_range));
+        assert!(decode_record(payload).is_err());
+        assert_eq!(
+            record_stamp(&payload[..8]),
+            Err("record too short for its timestamp")
+        );
+    }
+
+    #[test]
+    fn frames_are_found_valid_as_read_frame_finds_them() {
+        let seed = Seed::of(0xfeed);
+        let mut bytes = Vec::new();
+        encode_heartbeat(&mut bytes, seed, 3);
+        encode_heartbeat(&mut bytes, seed, 4);
+        bytes.extend_from_slice(&[7; 40]);
+        for cut in [bytes.len(), 30, 17, 5] {
+            let bytes = &bytes[..cut];
+            let crc = RangeCrc::new(bytes);
+            for at in 0..bytes.len() + 2 {
+                let valid =
+                    at <= bytes.len() && matches!(read_frame(&bytes[at..], seed), Frame::Valid(..));
+                assert_eq!(is_valid_frame_at(&crc, at, seed), valid, "{at} of {cut}");
+                assert!(!is_valid_frame_at(&crc, at, Seed::PLAIN), "{at} of {cut}");
+            }
+        }
     }
 }

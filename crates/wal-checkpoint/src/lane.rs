@@ -15,17 +15,21 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::faults::{self, FaultPlan};
 use crate::format::{self, Seed, SegmentHeader};
+use crate::wal::MAX_LANES;
 
 /// The file name of segment `seq` of `lane`.
 pub(crate) fn segment_name(lane: u32, seq: u64) -> String {
     format!("lane-{lane:03}-{seq:016}.log")
 }
 
-/// Parses a segment file name into (lane, seq).
+/// Parses a segment file name into (lane, seq): only the name [`segment_name`] gives them, of
+/// a lane below [`MAX_LANES`], so that no other file passes for a segment (or for another
+/// name of one).
 pub(crate) fn parse_segment_name(name: &str) -> Option<(u32, u64)> {
     let rest = name.strip_prefix("lane-")?.strip_suffix(".log")?;
     let (lane, seq) = rest.split_once('-')?;
-    Some((lane.parse().ok()?, seq.parse().ok()?))
+    let (lane, seq) = (lane.parse().ok()?, seq.parse().ok()?);
+    (lane < MAX_LANES as u32 && segment_name(lane, seq) == name).then_some((lane, seq))
 }
 
 /// The records appended to a lane and not yet handed to its file.

@@ -26,10 +26,11 @@
 //!
 //! # Example
 //!
-//! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread
-//! buffers and segment files), `key_locks` (the striped key locks), `commit` (the group-commit
-//! hand-off), `checkpoint`, `recovery`, `cut_note` (what recovery writes down before it cuts a
-//! lane), `faults` (fault injection, and the file changes the power-loss tests track).
+//! See [`Wal`]. The modules: [`format`](mod@format) (bytes on disk), `lane` (per-thread buffers and
+//! segment files), `key_locks` (the striped key locks), `commit` (the group-commit hand-off),
+//! `checkpoint`, `recovery`, `cut_note` (what recovery writes down before it cuts a lane),
+//! `range_crc` (checksums of a buffer's ranges, for recovery's scans), `faults` (fault injection,
+//! and the file changes the power-loss tests track).
 
 mod checkpoint;
 mod commit;
@@ -39,6 +40,7 @@ mod faults;
 pub mod format;
 mod key_locks;
 mod lane;
+mod range_crc;
 mod recovery;
 mod wal;
 
@@ -51,5 +53,5 @@ pub use format::BatchOp;
 pub use key_locks::KeyLocks;
 pub use recovery::{Recovery, RecoveryStats};
 pub use wal::{
-    CheckpointStats, Durability, Options, Wal, WalStats, check_batch, recover_read_only,
+    CheckpointStats, Durability, MAX_LANES, Options, Wal, WalStats, check_batch, recover_read_only,
 };

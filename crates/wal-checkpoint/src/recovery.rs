@@ -62,6 +62,7 @@ use crate::format::{
     self, Change, FRAME_HEADER, Frame, NotedCut, Record, SEGMENT_HEADER, Seed, SegmentHeader,
 };
 use crate::lane::{self, Closed};
+use crate::range_crc::RangeCrc;
 
 /// Checkpoint entries or final pairs, packed: one byte buffer and a slot per entry.
 #[derive(Debug, Default)]
@@ -305,16 +306,20 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize, header: &SegmentHeader) ->
 }
 
 /// Whether some valid frame starts at a position of `starts` in `bytes`, a segment with
-/// `header` (after a bad frame: then that frame is corruption, not a torn tail).
+/// `header` (after a bad frame: then that frame is corruption, not a torn tail). Each position
+/// costs the same whatever length its frame claims ([`RangeCrc`]).
 fn valid_frame_starts(bytes: &[u8], starts: Range<usize>, header: &SegmentHeader) -> bool {
     let seed = header.seed();
-    (starts.start..starts.end.min(bytes.len().saturating_sub(FRAME_HEADER))).any(|at| {
+    let end = starts.end.min(bytes.len().saturating_sub(FRAME_HEADER));
+    if starts.start >= end {
+        return false;
+    }
+    let crc = RangeCrc::new(bytes);
+    (starts.start..end).any(|at| {
         let rest = &bytes[at..];
-        let len = format::u32_at(rest, 4) as usize;
-        len >= 9
-            && len <= rest.len() - FRAME_HEADER
+        format::u32_at(rest, 4) >= 9
             && format::is_record_kind(rest[FRAME_HEADER], header)
-            && matches!(format::read_frame(rest, seed), Frame::Valid(..))
+            && format::is_valid_frame_at(&crc, at, seed)
     })
 }
 
@@ -388,7 +393,6 @@ fn scan_lane(
                 break;
             }
         };
-        *max_ts = (*max_ts).max(header.prev_last_ts);
         // A segment's header names the stamp of the lane's last record before it. A previous
         // segment ending elsewhere lost records that no frame check sees: it was cut at a
         // frame boundary (down to its header, even). The log's writes never do that (a segment
@@ -413,29 +417,25 @@ fn scan_lane(
             }
             break;
         }
+        *max_ts = (*max_ts).max(header.prev_last_ts);
         let mut at = header.len();
         let seed = header.seed();
         let mut last_ts = segments.last().map_or(header.prev_last_ts, |s| s.last_ts);
         let mut stop = false;
         while at < bytes.len() {
             let problem = match format::read_frame(&bytes[at..], seed) {
-                Frame::Valid(payload, len) => {
-                    if payload.len() < 9 {
-                        Some("record too short for its timestamp")
-                    } else {
-                        let mut word = [0; 8];
-                        word.copy_from_slice(&payload[1..9]);
-                        let ts = u64::from_le_bytes(word);
-                        if ts < last_ts {
-                            Some("record timestamp goes backwards within its lane")
-                        } else {
-                            last_ts = ts;
-                            *max_ts = (*max_ts).max(ts);
-                            at += len;
-                            None
-                        }
+                Frame::Valid(payload, len) => match format::record_stamp(payload) {
+                    Err(reason) => Some(reason),
+                    Ok(ts) if ts < last_ts => {
+                        Some("record timestamp goes backwards within its lane")
                     }
-                }
+                    Ok(ts) => {
+                        last_ts = ts;
+                        *max_ts = (*max_ts).max(ts);
+                        at += len;
+                        None
+                    }
+                },
                 Frame::Short => Some("frame truncated"),
                 Frame::Bad(reason) => Some(reason),
             };

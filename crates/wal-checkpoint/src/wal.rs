@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +40,10 @@ pub enum Durability {
     /// concurrent writers share the round's fsyncs.
     Immediate,
 }
+
+/// The most lanes a log has ([`Options::lanes`]). A file named for a lane beyond them is no
+/// segment of the log: recovery leaves it alone, as it does every foreign file.
+pub const MAX_LANES: usize = 4096;
 
 /// How a [`Wal`] runs.
 #[derive(Debug, Clone)]
@@ -177,6 +182,72 @@ pub fn recover_read_only(dir: impl AsRef<Path>, options: &Options) -> Result<Rec
     Ok(recovery::recover(dir, &dir.join("wal"), options.tolerate_corruption, false)?.recovery)
 }
 
+/// Starts a new segment in every lane of the recovered log, and in the lanes `options` adds,
+/// each with a heartbeat stamped from `clock`. If one cannot be created, the segments this
+/// call created are removed again (best effort: the error that stopped it is the one
+/// returned), so that a failed open (too many open files, say) does not leave lanes that
+/// every later open must open too.
+fn open_lanes(
+    wal_dir: &Path,
+    options: &Options,
+    recovered: &recovery::Recovered,
+    clock: &AtomicU64,
+) -> Result<Vec<Lane>> {
+    let count = options.lanes.max(
+        recovered
+            .lanes
+            .iter()
+            .map(|l| l.lane as usize + 1)
+            .max()
+            .unwrap_or(0),
+    );
+    let mut lanes: Vec<Lane> = Vec::with_capacity(count);
+    let mut created = Vec::with_capacity(count);
+    for id in 0..count as u32 {
+        let old = recovered.lanes.iter().find(|l| l.lane == id);
+        let (seq, prev_last_ts, closed) = match old {
+            Some(state) => (state.next_seq, state.last_ts, state.segments.clone()),
+            None => (0, recovered.clock - 1, Vec::new()),
+        };
+        let ts = clock.fetch_add(1, Ordering::SeqCst) + 1;
+        let chain = Chain {
+            dir: wal_dir.to_path_buf(),
+            lane: id,
+            salt: lane::new_salt(id),
+            max_bytes: options.segment_bytes.max(1),
+            faults: options.faults.clone(),
+        };
+        let seed = chain.seed();
+        created.push(wal_dir.join(lane::segment_name(id, seq)));
+        let mut file = match SegmentFile::create(chain, seq, prev_last_ts, Some(ts)) {
+            Ok(file) => file,
+            Err((path, error)) => {
+                if error.kind() == io::ErrorKind::AlreadyExists {
+                    created.pop();
+                }
+                drop(lanes);
+                for made in created.iter().rev() {
+                    let _ = fs::remove_file(made);
+                }
+                let _ = faults::sync_dir(wal_dir);
+                return Err(Error::io(path, error));
+            }
+        };
+        file.closed = closed;
+        lanes.push(Lane {
+            buf: Mutex::new(LaneBuf {
+                bytes: Vec::new(),
+                last_ts: ts,
+                data_ts: 0,
+                dirty: false,
+                seed,
+            }),
+            file: Mutex::new(file),
+        });
+    }
+    Ok(lanes)
+}
+
 std::thread_local! {
     /// This thread's number, assigned on first use; its lane is the number modulo the lanes.
     static THREAD_NO: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -197,8 +268,10 @@ impl Wal {
     /// committer. The caller loads the returned [`Recovery`] into its index before writing.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<(Self, Recovery)> {
         let dir = dir.as_ref().to_owned();
-        if options.lanes == 0 || options.lanes > 4096 {
-            return Err(Error::InvalidOptions("lanes must be in 1..=4096".into()));
+        if options.lanes == 0 || options.lanes > MAX_LANES {
+            return Err(Error::InvalidOptions(format!(
+                "lanes must be in 1..={MAX_LANES}"
+            )));
         }
         if options.stripes == 0 || options.stripes > 1 << 20 {
             return Err(Error::InvalidOptions("stripes must be in 1..=2^20".into()));
@@ -212,45 +285,7 @@ impl Wal {
         fs::create_dir_all(&wal_dir).map_err(|e| Error::io(&wal_dir, e))?;
         let recovered = recovery::recover(&dir, &wal_dir, options.tolerate_corruption, true)?;
         let clock = AtomicU64::new(recovered.clock);
-        let tick = || clock.fetch_add(1, Ordering::SeqCst) + 1;
-        let count = options.lanes.max(
-            recovered
-                .lanes
-                .iter()
-                .map(|l| l.lane as usize + 1)
-                .max()
-                .unwrap_or(0),
-        );
-        let mut lanes = Vec::with_capacity(count);
-        for id in 0..count as u32 {
-            let old = recovered.lanes.iter().find(|l| l.lane == id);
-            let (seq, prev_last_ts, closed) = match old {
-                Some(state) => (state.next_seq, state.last_ts, state.segments.clone()),
-                None => (0, recovered.clock - 1, Vec::new()),
-            };
-            let ts = tick();
-            let chain = Chain {
-                dir: wal_dir.clone(),
-                lane: id,
-                salt: lane::new_salt(id),
-                max_bytes: options.segment_bytes.max(1),
-                faults: options.faults.clone(),
-            };
-            let seed = chain.seed();
-            let mut file = SegmentFile::create(chain, seq, prev_last_ts, Some(ts))
-                .map_err(|(path, e)| Error::io(path, e))?;
-            file.closed = closed;
-            lanes.push(Lane {
-                buf: Mutex::new(LaneBuf {
-                    bytes: Vec::new(),
-                    last_ts: ts,
-                    data_ts: 0,
-                    dirty: false,
-                    seed,
-                }),
-                file: Mutex::new(file),
-            });
-        }
+        let lanes = open_lanes(&wal_dir, &options, &recovered, &clock)?;
         let locks = KeyLocks::new(options.stripes);
         let shared = Arc::new(Shared {
             dir,

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Model, TempDir, options, state};
+use common::{Model, TempDir, options, segments, state};
 use wal_checkpoint::{BatchOp, Durability, Error, FaultPlan, Options, Wal};
 
 fn model(k: u64) -> Model {
@@ -190,4 +190,34 @@ fn a_batch_whose_append_fails_applies_nothing() {
     let failed = wal.batch(&ops, |_| applied += 1);
     assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
     assert_eq!(applied, 3, "a batch that was not logged applied ops");
+}
+
+#[test]
+fn a_failed_open_removes_the_segments_it_created() {
+    let dir = TempDir::new("failed-open");
+    let (wal, _) = Wal::open(dir.path(), options(2, Durability::None)).expect("open");
+    for i in 0..10u64 {
+        wal.put(0, &i.to_be_bytes(), &i.to_le_bytes(), || ())
+            .expect("put");
+    }
+    wal.close().expect("close");
+    let before = segments(dir.path());
+    // Eight lanes asked for: the fourth lane's new segment cannot be written.
+    let plan = Arc::new(FaultPlan::new());
+    plan.fail_write_after(4);
+    let opts = Options {
+        faults: Some(Arc::clone(&plan)),
+        ..options(8, Durability::None)
+    };
+    assert!(matches!(Wal::open(dir.path(), opts), Err(Error::Io { .. })));
+    assert_eq!(
+        plan.counts().0,
+        4,
+        "three segments created, the fourth failed"
+    );
+    assert_eq!(segments(dir.path()), before);
+    let (_wal, recovery) = Wal::open(dir.path(), options(2, Durability::None)).expect("reopen");
+    assert_eq!(state(&recovery), model(10));
+    // The reopen starts a segment in each of its two lanes and no other.
+    assert_eq!(segments(dir.path()).len(), before.len() + 2);
 }

@@ -380,6 +380,88 @@ fn bit_flips_before_the_tail_are_corruption_naming_file_and_offset() {
 }
 
 #[test]
+fn a_long_tail_of_frame_lengths_is_cut_in_bounded_time() {
+    let src = TempDir::new("long-tail-src");
+    let n = 4;
+    let (mut bytes, _) = history(src.path(), n);
+    let frames = bytes.len();
+    // A torn value's binary data: every eighth byte starts what reads as a put's frame with a
+    // length of 4 MiB, which the tail holds, and a wrong checksum. Checksumming each of those
+    // afresh, to learn whether a valid frame follows the bad one, reads 4 MiB per position:
+    // terabytes in all.
+    let pattern = [1, 0xaa, 0xbb, 0xcc, 0, 0, 0x40, 0];
+    bytes.extend(pattern.iter().cycle().take(8 << 20));
+    let (dir, _) = with_segment("long-tail", &bytes);
+    let (done, finished) = std::sync::mpsc::channel();
+    let path = dir.path().to_path_buf();
+    std::thread::spawn(move || {
+        let opened = Wal::open(&path, options(1, Durability::None)).map(|(_, r)| r);
+        done.send(opened).expect("the test waits");
+    });
+    let recovery = finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("recovery finishes within a minute")
+        .expect("a torn tail");
+    assert_eq!(state(&recovery), model(n));
+    assert_eq!(
+        recovery.stats.truncated_bytes,
+        (bytes.len() - frames) as u64
+    );
+}
+
+#[test]
+fn stamps_and_segment_numbers_near_the_top_of_their_range_are_corruption() {
+    let src = TempDir::new("stamp-src");
+    let (bytes, _) = history(src.path(), 3);
+    // The header's fields, resealed with a valid checksum: seq at 16, prev_last_ts at 24.
+    let reseal = |at: usize, word: u64| {
+        let mut forged = bytes.clone();
+        forged[at..at + 8].copy_from_slice(&word.to_le_bytes());
+        let crc = crc32c::crc32c(&forged[..40]);
+        forged[40..44].copy_from_slice(&crc.to_le_bytes());
+        forged
+    };
+    for (at, word) in [(24, u64::MAX), (24, (1 << 62) + 1), (16, u64::MAX)] {
+        let forged = reseal(at, word);
+        let (dir, _) = with_segment("stamp", &forged);
+        if at == 16 {
+            let name = format!("lane-000-{word:016}.log");
+            fs::rename(
+                dir.path().join("wal/lane-000-0000000000000000.log"),
+                dir.path().join("wal").join(name),
+            )
+            .expect("rename");
+        }
+        match Wal::open(dir.path(), options(1, Durability::None)) {
+            Err(Error::Corrupt { reason, .. }) => {
+                assert!(reason.contains("out of range"), "{at} {word}: {reason}");
+            }
+            other => panic!("{at} {word}: expected Corrupt, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn only_canonical_segment_names_count() {
+    let src = TempDir::new("alias-src");
+    let (bytes, _) = history(src.path(), 3);
+    let (dir, _) = with_segment("alias", &bytes);
+    // Names that parse to lane 0's segment 0, and a lane no log has: none is a segment.
+    for alias in [
+        "lane-0-0000000000000000.log",
+        "lane-+00-0000000000000000.log",
+        "lane-000-0.log",
+        "lane-4096-0000000000000000.log",
+        "lane-4294967295-0000000000000000.log",
+    ] {
+        fs::write(dir.path().join("wal").join(alias), &bytes).expect("alias");
+    }
+    let (_, recovery) = Wal::open(dir.path(), options(1, Durability::None)).expect("open");
+    assert_eq!(state(&recovery), model(3));
+    assert_eq!(recovery.stats.segments, 1);
+}
+
+#[test]
 fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
     let src = TempDir::new("header-src");
     let (bytes, _) = history(src.path(), 3);
