@@ -100,7 +100,17 @@ impl Db {
             );
             return Err(Error::io(&dir, empty));
         }
-        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        fs::create_dir_all(&dir).map_err(|e| {
+            let e = if dir.exists() && !dir.is_dir() {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    "the path names a file, not a directory",
+                )
+            } else {
+                e
+            };
+            Error::io(&dir, e)
+        })?;
         let lock = lock_dir(&dir)?;
         let catalog = Catalog::read(&dir)?;
         let (wal, recovery) = Wal::open(&dir, options.wal())?;

@@ -64,9 +64,7 @@ pub enum Error {
         max: usize,
     },
     /// A table exists with another kind or key type than the one asked for.
-    #[error(
-        "table {name:?} is a {found_kind} table of {found_key} keys, not a {kind} table of {key} keys"
-    )]
+    #[error("table {name:?} is {found_kind} with {found_key} keys, not {kind} with {key} keys")]
     TableMismatch {
         /// The table.
         name: String,
