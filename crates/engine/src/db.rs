@@ -73,6 +73,18 @@ pub(crate) struct DbInner {
     _lock: Option<File>,
 }
 
+/// Whether recovery read a log long enough that the open checkpoints before it returns: four
+/// segments a lane (each open starts one in every lane, so a process that never lives one
+/// checkpoint interval would otherwise leave the next open more files, and more records, to
+/// replay every time), or more ops than the checkpoint held and at least [`LONG_REPLAY`]
+/// (the checkpoint then costs no more than the replay it saves the next open).
+fn recovered_a_long_log(stats: &RecoveryStats, lanes: usize) -> bool {
+    stats.segments >= 4 * lanes || stats.ops_replayed >= stats.checkpoint_entries.max(LONG_REPLAY)
+}
+
+/// The fewest ops replayed that make an open checkpoint ([`recovered_a_long_log`]).
+const LONG_REPLAY: u64 = 1 << 16;
+
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
@@ -115,6 +127,8 @@ impl Db {
         let catalog = Catalog::read(&dir)?;
         let (wal, recovery) = Wal::open(&dir, options.wal())?;
         let tables = load_tables(&dir, &catalog, &recovery, &options)?;
+        let long_log = options.checkpoint_interval.is_some()
+            && recovered_a_long_log(&recovery.stats, wal.lanes());
         let inner = Arc::new(DbInner {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             dir: Some(dir),
@@ -128,6 +142,9 @@ impl Db {
             _lock: Some(lock),
             options,
         });
+        if long_log {
+            inner.checkpoint()?;
+        }
         inner.start_checkpointer()?;
         Ok(Self { inner })
     }

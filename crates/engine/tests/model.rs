@@ -530,3 +530,37 @@ fn batched_reads_visit_every_key_in_order() {
     assert_eq!(seen, want, "hash");
     assert!(ordered.get_many::<u64>([]).is_empty());
 }
+
+#[test]
+fn short_lived_processes_do_not_leave_an_ever_longer_log() {
+    let dir = TempDir::new("short-lived");
+    // Opens that never live a checkpoint interval: each starts a segment in both lanes.
+    let options = || options().checkpoint_interval(Some(Duration::from_secs(3_600)));
+    let files = || std::fs::read_dir(dir.path().join("wal")).unwrap().count();
+    for round in 0..20u64 {
+        let db = Db::open(dir.path(), options()).unwrap();
+        let table = db.ordered_table::<u64>("t").unwrap();
+        assert_eq!(table.len() as u64, round);
+        table.insert(&round, b"v").unwrap();
+        assert!(files() <= 4 * 2, "round {round}: {} log files", files());
+    }
+    // A log of more ops than the last checkpoint held, and at least 65,536, is checkpointed by
+    // the open that replays it; a short one is not.
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        let table = db.ordered_table::<u64>("t").unwrap();
+        for key in 100..70_100u64 {
+            table.insert(&key, b"w").unwrap();
+        }
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    let stats = db.stats();
+    let recovery = stats.recovery.unwrap();
+    assert_eq!(recovery.ops_replayed, 70_000);
+    assert!(recovery.segments < 4 * 2, "{} segments", recovery.segments);
+    assert_eq!(stats.checkpoints, 1);
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.stats().checkpoints, 0);
+    assert_eq!(db.ordered_table::<u64>("t").unwrap().len(), 70_020);
+}

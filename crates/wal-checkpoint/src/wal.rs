@@ -436,6 +436,11 @@ impl Wal {
         Ok(())
     }
 
+    /// The lanes the log runs: those its options ask for, and those its files held beyond them.
+    pub fn lanes(&self) -> usize {
+        self.shared.lanes.len()
+    }
+
     /// Counters of this log.
     pub fn stats(&self) -> WalStats {
         WalStats {
