@@ -1,18 +1,19 @@
 //! The catalog: the database's tables with their ids, kinds and key types, in the file
 //! `catalog` (DESIGN.md, "Files").
 //!
-//! Layout, little-endian: the magic `LKVCATLG`, a `u32` format version, a `u32` entry count;
-//! in version 2 then the `u32` id the next table will take; per entry a `u32` id, a `u8` kind,
-//! a `u8` key type, a `u16` name length and the UTF-8 name; then the CRC32C of every byte
-//! before it. Ids are never reused: a deleted table leaves the catalog, and its id, below the
-//! next one, tells recovery to skip the log records and checkpoint entries that still name it
-//! (an id at or above the next one is a foreign or corrupt file). Version 1, from before
-//! deletion existed, has no next id and consecutive ids from 0; it is still read, and still
-//! written while no table was ever deleted, so older builds open such databases. The file is
-//! replaced whole: written to `catalog.tmp`, fsynced, renamed over `catalog`, and the directory
-//! fsynced, before a new table takes its first write (and before a deletion returns), so the
-//! log never names a table the catalog does not account for.
+//! Layout, little-endian: the magic `LKVCATLG`, a `u32` format version, a `u32` entry count; in
+//! version 2 then the `u32` id the next table will take; per entry a `u32` id, a `u8` kind, a `u8`
+//! key type, a `u16` name length and the UTF-8 name; then the CRC32C of every byte before it. Ids
+//! are never reused: a deleted table leaves the catalog, and its id, below the next one, tells
+//! recovery to skip the log records and checkpoint entries that still name it (an id at or above
+//! the next one is a foreign or corrupt file, and so are ids out of order and names that are empty,
+//! too long or taken twice). Version 1, from before deletion existed, has no next id and
+//! consecutive ids from 0; it is still read, and still written while no table was ever deleted, so
+//! older builds open such databases. The file is replaced whole: written to `catalog.tmp`, fsynced,
+//! renamed over `catalog`, and the directory fsynced, before a new table takes its first write (and
+//! before a deletion returns), so the log never names a table the catalog does not account for.
 
+use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
@@ -75,6 +76,7 @@ impl Catalog {
         let count = reader.u32()?;
         let next_id = if version == 1 { count } else { reader.u32()? };
         let mut entries: Vec<Entry> = Vec::new();
+        let mut names = HashSet::new();
         for position in 0..count {
             let at = reader.at as u64;
             let id = reader.u32()?;
@@ -101,6 +103,12 @@ impl Catalog {
             let name = std::str::from_utf8(reader.take(len)?)
                 .map_err(|_| (at, "a table name is not UTF-8"))?
                 .to_owned();
+            if check_name(&name).is_err() {
+                return Err((at, "a table name is empty or too long"));
+            }
+            if !names.insert(name.clone()) {
+                return Err((at, "two tables have one name"));
+            }
             entries.push(Entry {
                 id,
                 name,
@@ -331,7 +339,7 @@ mod tests {
     }
 
     #[test]
-    fn ids_that_break_the_rules_are_refused_even_with_a_valid_checksum() {
+    fn ids_and_names_that_break_the_rules_are_refused_even_with_a_valid_checksum() {
         let refused = |version, next_id, entries: &[(u32, &str)], reason: &str| {
             let decoded = Catalog::decode(&sealed(body(version, next_id, entries)));
             assert!(
@@ -343,6 +351,9 @@ mod tests {
         refused(2, 5, &[(3, "a"), (1, "b")], "do not increase");
         refused(2, 5, &[(3, "a"), (3, "b")], "do not increase");
         refused(2, 4, &[(1, "a"), (4, "b")], "not below the next id");
+        refused(2, 5, &[(1, "a"), (3, "a")], "one name");
+        refused(2, 5, &[(1, "a"), (3, "")], "empty or too long");
+        refused(2, 5, &[(1, &"x".repeat(256))], "empty or too long");
         let fine = Catalog::decode(&sealed(body(2, 9, &[(1, "a"), (7, "b")])));
         assert_eq!(fine.map(|c| c.next_id()), Ok(9));
     }
