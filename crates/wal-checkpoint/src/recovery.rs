@@ -817,10 +817,19 @@ pub(crate) fn recover(
                             "frame changed while recovering",
                         ));
                     };
-                    let record = format::decode_record(payload)
-                        .map_err(|reason| Error::corrupt(&segment.path, at as u64, reason))?;
-                    let holds_writes = matches!(record, Record::Single(_) | Record::Batch { .. });
-                    if holds_writes && record.ts() > safe {
+                    // A record whose checksum holds but whose bytes do not decode ends the
+                    // lane in tolerant mode, as a bad frame does in pass 1.
+                    let decoded = format::decode_record(payload);
+                    if let Err(reason) = decoded {
+                        let error = Error::corrupt(&segment.path, at as u64, reason);
+                        refuse_unless_tolerant(error, tolerant, &mut stats)?;
+                    }
+                    let kept_here = |record: &Record| {
+                        let holds_writes =
+                            matches!(record, Record::Single(_) | Record::Batch { .. });
+                        !holds_writes || record.ts() <= safe
+                    };
+                    let Some(record) = decoded.ok().filter(kept_here) else {
                         cut = true;
                         stats.truncated_bytes += (end - at) as u64;
                         // The lane must still end at or above t_safe after the cut, or a later
@@ -835,7 +844,7 @@ pub(crate) fn recover(
                         });
                         seg_last = seg_last.max(safe);
                         break;
-                    }
+                    };
                     seg_last = record.ts();
                     match record {
                         Record::Single(change) => {

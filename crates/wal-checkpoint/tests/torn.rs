@@ -462,6 +462,39 @@ fn only_canonical_segment_names_count() {
 }
 
 #[test]
+fn a_checksummed_record_that_does_not_decode_is_corruption_or_tolerated() {
+    let src = TempDir::new("undecodable-src");
+    let n = 6;
+    let (mut bytes, offsets) = history(src.path(), n);
+    // The last put's key length, forged past the record's end and resealed with the
+    // segment's seed: the frame checks out, its record does not decode.
+    let start = offsets[n as usize - 2] as usize;
+    let end = (offsets[n as usize - 1] - ROUND_TAIL) as usize;
+    bytes[start + 21..start + 25].copy_from_slice(&100u32.to_le_bytes());
+    let seed = crc32c::crc32c(&bytes[32..40]);
+    let crc = crc32c::crc32c_append(seed, &bytes[start + 4..end]);
+    bytes[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+    let (dir, path) = with_segment("undecodable", &bytes);
+    match Wal::open(dir.path(), options(1, Durability::None)) {
+        Err(Error::Corrupt { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, start as u64));
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let tolerant = Options {
+        tolerate_corruption: true,
+        ..options(1, Durability::None)
+    };
+    let (wal, recovery) = Wal::open(dir.path(), tolerant).expect("tolerant recovery");
+    assert_eq!(state(&recovery), model(n - 1));
+    assert_eq!(recovery.stats.tolerated.len(), 1);
+    drop(wal);
+    // The lane was cut there for good: a strict reopen finds nothing wrong.
+    let (_, again) = Wal::open(dir.path(), options(1, Durability::None)).expect("reopen");
+    assert_eq!(state(&again), model(n - 1));
+}
+
+#[test]
 fn a_corrupt_segment_header_is_an_error_and_a_torn_new_segment_is_dropped() {
     let src = TempDir::new("header-src");
     let (bytes, _) = history(src.path(), 3);
