@@ -18,6 +18,8 @@
 //!   the end of each model execution.
 //! - [`workers`]: the periodic background threads an index owns and joins on drop, optionally
 //!   run on demand: only after writers mark work, backing off while none comes.
+//! - [`abort_on_unwind`]: the guard that stops the process when a panic would leave a structural
+//!   change half done.
 //! - [`share_lock`]: the restructure lock, held exclusively or by background threads owning
 //!   disjoint shares of an index's groups.
 //! - [`arena`]: append-only concurrent arenas for index parts that die with their container
@@ -36,6 +38,7 @@
 //! Loom models live in `tests/loom_*.rs` and run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p concurrency --test <name>`.
 
+pub mod abort_on_unwind;
 pub mod arena;
 mod asymmetric_fence;
 pub mod backoff;

@@ -27,6 +27,7 @@
 use std::iter;
 use std::sync::Arc;
 
+use concurrency::abort_on_unwind::AbortOnUnwind;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::xindex::delta::DeltaIndex;
@@ -96,6 +97,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
             })
             .collect();
 
+        // From the freeze on, a panic would leave inserts waiting for a buffer never published.
+        let _unfinished = AbortOnUnwind::new("a compaction or group split");
         // A compaction freezes its group in place; a split links one frozen view of the group
         // per piece (built from the last to the first) in its place.
         let mut views = Vec::new();

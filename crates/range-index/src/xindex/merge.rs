@@ -18,6 +18,7 @@
 use std::ptr;
 use std::sync::Arc;
 
+use concurrency::abort_on_unwind::AbortOnUnwind;
 use concurrency::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::xindex::delta::DeltaIndex;
@@ -57,6 +58,8 @@ impl<K: IndexKey> Restructurer<'_, K> {
             .expect("a merge is asked for a group with a successor");
         debug_assert!(second.pivot() > first.pivot(), "groups are neighbours");
 
+        // From the freeze on, a panic would leave inserts waiting for a buffer never published.
+        let _unfinished = AbortOnUnwind::new("a group merge");
         first.freeze();
         second.freeze();
         hook(Phase::Frozen);

@@ -1,0 +1,75 @@
+//! A guard that turns a panic inside a structural change into an abort.
+//!
+//! Between the freeze of a group and the last grace period of its replacement (XIndex §4.2,
+//! steps 1–4), readers and writers count on the change finishing: a frozen group's inserts wait
+//! for the temporary buffer that phase 1 publishes, and a hash group's pointer records must be
+//! replaced before any later resize places pointers to them. A panic there (a failed
+//! assertion, a test hook) unwinding past the change would leave writers waiting forever or,
+//! worse, records that readers follow into memory that holds no value. No caller can repair
+//! that, so the process stops instead.
+
+/// Aborts the process if it is dropped while its thread unwinds from a panic.
+#[must_use = "the guard covers the scope it lives in"]
+#[derive(Debug)]
+pub struct AbortOnUnwind {
+    /// What is under way, for the message printed before the abort.
+    what: &'static str,
+}
+
+impl AbortOnUnwind {
+    /// Covers the rest of the caller's scope, naming the change under way (`"a compaction"`).
+    pub fn new(what: &'static str) -> Self {
+        Self { what }
+    }
+}
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "learnkv: a panic in the middle of {} would leave the index unusable; aborting",
+                self.what
+            );
+            std::process::abort();
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    use super::*;
+
+    const CHILD: &str = "LEARNKV_ABORT_ON_UNWIND_CHILD";
+
+    #[test]
+    fn a_panic_under_the_guard_aborts_and_one_after_it_unwinds() {
+        if let Ok(case) = std::env::var(CHILD) {
+            let guard = AbortOnUnwind::new("a test's change");
+            if case == "after" {
+                drop(guard);
+            }
+            panic!("an injected panic");
+        }
+        let run = |case: &str| {
+            Command::new(std::env::current_exe().expect("the test binary"))
+                .args([
+                    "--exact",
+                    "abort_on_unwind::tests::a_panic_under_the_guard_aborts_and_one_after_it_unwinds",
+                    "--nocapture",
+                ])
+                .env(CHILD, case)
+                .output()
+                .expect("the child runs")
+        };
+        let under = run("under");
+        assert_eq!(under.status.signal(), Some(libc::SIGABRT), "{under:?}");
+        let stderr = String::from_utf8_lossy(&under.stderr);
+        assert!(stderr.contains("middle of a test's change"), "{stderr}");
+        let after = run("after");
+        assert_eq!(after.status.signal(), None, "{after:?}");
+        assert!(!after.status.success(), "the panic fails the child's test");
+    }
+}
