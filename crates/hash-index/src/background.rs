@@ -8,7 +8,11 @@
 //!
 //! A pass reads every group's live-key counter and resizes the groups whose load factor is
 //! above `upper_load_factor` or below `lower_load_factor` (never below `min_buckets`) to
-//! `live / target_load_factor` buckets, all in one batch (see `resize`). It also rebuilds a
+//! `live / target_load_factor` buckets, all in one batch (see `resize`). A group below
+//! `lower_load_factor` is left alone if a resize could give it as many buckets again (a learned
+//! placement may take up to a quarter more than it is asked for): a group of a few keys under
+//! `min_buckets`, trained each time to a quarter more buckets, was otherwise shrunk by every
+//! pass, for ever. It also rebuilds a
 //! group cluttered by removed keys (not in the paper): a removed key's chain node stays in the
 //! group's arena, and its removed record keeps other keys out of its bucket (only the same key
 //! revives it), so under churn at a steady size (remove one key, insert another) new keys go
@@ -30,6 +34,7 @@ use concurrency::{Share, Workers};
 use crate::error::Error;
 use crate::index::{Inner, buckets_for};
 use crate::key::HashKey;
+use crate::model::most_trained_slots;
 use crate::resize::Request;
 
 /// The longest an idle background thread sleeps, and how often it passes while no write
@@ -55,6 +60,7 @@ impl<K: HashKey> Inner<K> {
     pub(crate) fn maintenance_pass(&self, share: Share) -> bool {
         let restructurer = self.partial_restructurer(share);
         let config = self.config();
+        let root = self.root_kind();
         let requests: Vec<Request> = share
             .items(self.slot_count())
             .filter(|&slot| {
@@ -65,9 +71,12 @@ impl<K: HashKey> Inner<K> {
                 let chains = group.chain_nodes().max(0) as f64;
                 let expected = group.trained_conflict_rate() * live;
                 let cluttered = chains > expected + live.max(config.min_buckets as f64);
+                // A shrink only where a resize makes the group smaller: one to its target may
+                // give a learned placement more buckets than that, up to `LARGEST_SCALE` times.
+                let smaller =
+                    buckets > most_trained_slots(buckets_for(live as usize, config), root);
                 load > config.upper_load_factor
-                    || (load < config.lower_load_factor
-                        && buckets > buckets_for(live as usize, config))
+                    || (load < config.lower_load_factor && smaller)
                     || cluttered
             })
             .map(|slot| (slot, None))

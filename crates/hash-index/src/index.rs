@@ -80,6 +80,7 @@ pub(crate) struct Inner<K: HashKey> {
     len: StripedCount,
     grows: AtomicU64,
     shrinks: AtomicU64,
+    rebuilds: AtomicU64,
     /// Marked by every write that changes the number of keys, so that the background threads
     /// pass when a load factor may have moved (and otherwise only once a second).
     pub(crate) demand: Arc<Demand>,
@@ -158,6 +159,7 @@ impl<K: HashKey> XIndexH<K> {
             len: StripedCount::starting_at([len as i64]),
             grows: AtomicU64::new(0),
             shrinks: AtomicU64::new(0),
+            rebuilds: AtomicU64::new(0),
             demand,
             restructure: ShareLock::new(),
         });
@@ -383,6 +385,7 @@ impl<K: HashKey> HashIndex<K> for XIndexH<K> {
             min_load_factor: f64::INFINITY,
             grows: self.inner.grows.load(Ordering::Relaxed),
             shrinks: self.inner.shrinks.load(Ordering::Relaxed),
+            rebuilds: self.inner.rebuilds.load(Ordering::Relaxed),
             bytes: std::mem::size_of_val(&*self.inner.slots),
             ..Stats::default()
         };
@@ -600,12 +603,12 @@ impl<'i, K: HashKey> Restructurer<'i, K> {
         self.inner.grace.synchronize();
     }
 
-    /// Counts a finished resize.
-    pub(crate) fn count_resize(&self, grew: bool) {
-        let counter = if grew {
-            &self.inner.grows
-        } else {
-            &self.inner.shrinks
+    /// Counts a finished resize, by its new bucket count against the old.
+    pub(crate) fn count_resize(&self, change: std::cmp::Ordering) {
+        let counter = match change {
+            std::cmp::Ordering::Greater => &self.inner.grows,
+            std::cmp::Ordering::Less => &self.inner.shrinks,
+            std::cmp::Ordering::Equal => &self.inner.rebuilds,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }

@@ -137,6 +137,9 @@ pub struct Stats {
     pub grows: u64,
     /// Finished resizes that shrank a group.
     pub shrinks: u64,
+    /// Finished resizes that kept a group's bucket count (rebuilding its chains, or retraining
+    /// its placement).
+    pub rebuilds: u64,
     /// Heap bytes held by the index (groups, buckets, chains, byte-string keys).
     pub bytes: usize,
 }

@@ -160,6 +160,20 @@ pub(crate) struct Sample {
     hashes: Vec<u64>,
 }
 
+/// The most buckets a placement trained for `slots` may take, as a multiple of them: a learned
+/// placement tries up to a quarter more when that costs fewer bytes
+/// ([`Sample::train_buckets`]).
+pub(crate) const LARGEST_SCALE: f64 = 1.25;
+
+/// The most buckets a resize that asks for `slots` gives a group under a `root` placement
+/// (learned groups only under a learned root).
+pub(crate) fn most_trained_slots(slots: usize, root: PlacementKind) -> usize {
+    match root {
+        PlacementKind::Learned => (slots as f64 * LARGEST_SCALE).ceil() as usize,
+        PlacementKind::Hashed => slots,
+    }
+}
+
 impl Sample {
     /// The sample of `keys` (in any order).
     pub(crate) fn of<'a, K: HashKey>(keys: impl Iterator<Item = &'a K::Query>) -> Self {
@@ -174,7 +188,8 @@ impl Sample {
         self.inputs.len()
     }
 
-    /// Trains the bucket placement of a group for about `slots` buckets: the hashed placement
+    /// Trains the bucket placement of a group for about `slots` buckets (at most
+    /// [`most_trained_slots`]): the hashed placement
     /// over `slots` buckets and learned ones over `slots` (and, unless `exact`, up to a
     /// quarter more) buckets, each line also shifted by quarter buckets; keeps the one that
     /// costs the fewest bytes (buckets plus chain nodes for the conflicts). At one bucket count
@@ -195,7 +210,11 @@ impl Sample {
             let c = conflicts(&hashed);
             (cost(&hashed, c), c, hashed)
         };
-        let scales: &[f64] = if exact { &[1.0] } else { &[1.0, 1.125, 1.25] };
+        let scales: &[f64] = if exact {
+            &[1.0]
+        } else {
+            &[1.0, 1.125, LARGEST_SCALE]
+        };
         for (i, &scale) in scales.iter().enumerate() {
             // Larger learned placements are tried only when the learned model already won at
             // the nominal size (training runs on the background thread; keep it cheap).

@@ -36,12 +36,13 @@
 
 use std::borrow::Borrow;
 
+use concurrency::abort_on_unwind::AbortOnUnwind;
 use concurrency::sync::atomic::Ordering;
 
 use crate::group::Group;
 use crate::index::{Restructurer, buckets_for};
 use crate::key::HashKey;
-use crate::model::{PlacementKind, Sample, Trained};
+use crate::model::{LARGEST_SCALE, PlacementKind, Sample, Trained};
 use crate::record::{Record, Seen};
 
 /// The least factor by which a resize that grows a group multiplies its bucket count.
@@ -86,7 +87,8 @@ struct Job<K: HashKey> {
     slot: usize,
     old: *mut Group<K>,
     new: *mut Group<K>,
-    grew: bool,
+    /// The new bucket count against the old.
+    change: std::cmp::Ordering,
 }
 
 /// A resize request: the slot, and the bucket count (`None`: by the load-factor target).
@@ -114,6 +116,9 @@ impl<K: HashKey> Restructurer<'_, K> {
                 .map(|j| unsafe { &*f(j) })
                 .collect::<Vec<&Group<K>>>()
         });
+        // From the freeze on, a panic would leave pointer records that a later resize points
+        // to in turn, which readers follow only one step.
+        let _unfinished = AbortOnUnwind::new("a hash-index resize");
         for (job, old) in jobs.iter().zip(&old) {
             old.tmp_link().store(job.new, Ordering::Release);
         }
@@ -155,7 +160,7 @@ impl<K: HashKey> Restructurer<'_, K> {
             // reader can reach it after B3 (its pointer records are all replaced); no
             // reference to it is left (`old` is dropped) and it is freed once.
             drop(unsafe { Box::from_raw(job.old) });
-            self.count_resize(job.grew);
+            self.count_resize(job.change);
         }
     }
 
@@ -190,7 +195,8 @@ impl<K: HashKey> Restructurer<'_, K> {
             // that its load factor starts under `lower_load_factor` (the next pass would shrink
             // it again). With the default triggers that is three times the buckets.
             if target > old.bucket_count() {
-                let most = (live as f64 / config.lower_load_factor) as usize;
+                let scale = if learnable { LARGEST_SCALE } else { 1.0 };
+                let most = (live as f64 / config.lower_load_factor / scale) as usize;
                 target.max((GROWTH * old.bucket_count()).min(most))
             } else {
                 target
@@ -204,7 +210,7 @@ impl<K: HashKey> Restructurer<'_, K> {
         Job {
             slot,
             old: self.link(slot).load(Ordering::Acquire),
-            grew: trained.placement.slots() >= old.bucket_count(),
+            change: trained.placement.slots().cmp(&old.bucket_count()),
             new: Box::into_raw(Box::new(Group::<K>::new(trained))),
         }
     }
