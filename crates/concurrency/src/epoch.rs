@@ -72,8 +72,8 @@ impl Guard {
     ///
     /// `ptr` came from [`Owned::into_shared`] (directly or through an [`Atomic`]), is non-null,
     /// is already unreachable for threads that pin after this call, and is deferred only once.
-    /// The destructor may run on another thread.
-    pub unsafe fn defer_destroy<T>(&self, ptr: Shared<'_, T>) {
+    /// The destructor may run on another thread (hence `T: Send`).
+    pub unsafe fn defer_destroy<T: Send>(&self, ptr: Shared<'_, T>) {
         #[cfg(not(loom))]
         {
             let ptr = crossbeam_epoch::Shared::from(ptr.as_raw());

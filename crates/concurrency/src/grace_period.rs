@@ -350,13 +350,16 @@ impl Participant {
     }
 
     /// Announces a quiescent point: this thread holds no reference obtained in this domain
-    /// before the call. A retry loop calls it each iteration. No effect while offline; not
-    /// allowed inside nested online sections, as it would end the outer ones' protection too.
+    /// before the call. A retry loop calls it each iteration. No effect while offline.
+    ///
+    /// # Panics
+    ///
+    /// Inside nested online sections: it would end the outer ones' protection too.
     pub fn quiescent(&self) {
         if self.depth.get() == 0 {
             return;
         }
-        debug_assert_eq!(
+        assert_eq!(
             self.depth.get(),
             1,
             "a quiescent point inside a nested online section"
@@ -480,9 +483,8 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    #[cfg(debug_assertions)]
     #[should_panic(expected = "a quiescent point inside a nested online section")]
-    fn a_quiescent_point_inside_a_nested_section_is_refused_in_debug_builds() {
+    fn a_quiescent_point_inside_a_nested_section_is_refused() {
         let domain = GracePeriod::new();
         let participant = domain.register();
         let _outer = participant.enter();

@@ -56,9 +56,10 @@ fn run_as_batch() {
 
 /// Faults `range` in for writing, if the kernel takes the advice.
 pub(crate) fn populate_now(range: Range<usize>) {
-    // SAFETY: the caller of `populate` vouches that the range lies in a mapping that is never
-    // unmapped. The advice only installs page-table entries for it (as a write would, without
-    // writing), so no byte another thread reads or writes changes; a refusal changes nothing.
+    // SAFETY: whatever the range holds, the advice changes no byte of it: it only installs
+    // page-table entries (as a write would, without writing), so no byte any thread reads or
+    // writes changes; on a part of the range that is not mapped the call fails, without
+    // effect there (its error is of no use: pages it did not populate fault on first use).
     unsafe {
         libc::madvise(
             range.start as *mut libc::c_void,

@@ -72,7 +72,7 @@ pub(crate) struct Records<K: IndexKey> {
 // SAFETY: the key and hint slots are written only under `appending`, each once, before the
 // release store of `len` that makes them readable; readers read only slots below an acquired
 // `len`. So sharing `Records` is sharing stored keys (and `Copy` hints) by reference and moving
-// them between threads.
+// them between threads, which `IndexKey` allows: its `Stored` and `Hint` are `Send + Sync`.
 unsafe impl<K: IndexKey> Sync for Records<K> {}
 
 /// Why an append did not happen.
