@@ -228,7 +228,10 @@ fn maintenance_settles_on_groups_a_learned_placement_sized_generously() {
         let steps = (0..20).take_while(|_| index.maintenance_step()).count();
         assert!(steps < 20, "{steps} passes, {:?}", index.stats());
         let stats = index.stats();
-        assert!(stats.grows + stats.shrinks + stats.rebuilds < 20, "{stats:?}");
+        assert!(
+            stats.grows + stats.shrinks + stats.rebuilds < 20,
+            "{stats:?}"
+        );
         for (key, value) in &pairs {
             assert_eq!(index.get(key), Some(*value));
         }
