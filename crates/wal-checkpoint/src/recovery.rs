@@ -340,6 +340,16 @@ fn synced_after(bytes: &[u8], from: usize, header: &SegmentHeader) -> u64 {
         .unwrap_or(0)
 }
 
+/// The stamp of the record whose payload is `payload`, or why it is no record: read from its
+/// header, or, when `whole`, from the record decoded whole.
+fn stamp_of(payload: &[u8], whole: bool) -> std::result::Result<u64, &'static str> {
+    if whole {
+        format::decode_record(payload).map(|record| record.ts())
+    } else {
+        format::record_stamp(payload)
+    }
+}
+
 /// Scans one lane's segments (pass 1): validates headers and frames, finds torn tails. In
 /// tolerant mode a problem ends the lane: at the bad frame, or before the segment whose header
 /// or place in the chain is wrong; the caller deletes the segments left out.
@@ -424,7 +434,10 @@ fn scan_lane(
         let mut stop = false;
         while at < bytes.len() {
             let problem = match format::read_frame(&bytes[at..], seed) {
-                Frame::Valid(payload, len) => match format::record_stamp(payload) {
+                // In tolerant mode a record must also decode, or the lane ends before it here,
+                // where t_safe is still to be computed: ended in pass 2 instead, it would lose
+                // records at or below t_safe that other lanes' later ones are replayed beside.
+                Frame::Valid(payload, len) => match stamp_of(payload, tolerant) {
                     Err(reason) => Some(reason),
                     Ok(ts) if ts < last_ts => {
                         Some("record timestamp goes backwards within its lane")
@@ -817,19 +830,10 @@ pub(crate) fn recover(
                             "frame changed while recovering",
                         ));
                     };
-                    // A record whose checksum holds but whose bytes do not decode ends the
-                    // lane in tolerant mode, as a bad frame does in pass 1.
-                    let decoded = format::decode_record(payload);
-                    if let Err(reason) = decoded {
-                        let error = Error::corrupt(&segment.path, at as u64, reason);
-                        refuse_unless_tolerant(error, tolerant, &mut stats)?;
-                    }
-                    let kept_here = |record: &Record| {
-                        let holds_writes =
-                            matches!(record, Record::Single(_) | Record::Batch { .. });
-                        !holds_writes || record.ts() <= safe
-                    };
-                    let Some(record) = decoded.ok().filter(kept_here) else {
+                    let record = format::decode_record(payload)
+                        .map_err(|reason| Error::corrupt(&segment.path, at as u64, reason))?;
+                    let holds_writes = matches!(record, Record::Single(_) | Record::Batch { .. });
+                    if holds_writes && record.ts() > safe {
                         cut = true;
                         stats.truncated_bytes += (end - at) as u64;
                         // The lane must still end at or above t_safe after the cut, or a later
@@ -844,7 +848,7 @@ pub(crate) fn recover(
                         });
                         seg_last = seg_last.max(safe);
                         break;
-                    };
+                    }
                     seg_last = record.ts();
                     match record {
                         Record::Single(change) => {
@@ -989,6 +993,8 @@ mod tests {
         Synced(u64),
         /// A checkpoint marker: stamp, `t_begin`, `t_end`.
         Marker(u64, u64, u64),
+        /// A record that does not decode, in a frame whose checksum holds, at a stamp.
+        Undecodable(u64),
     }
 
     /// Lays out segment `seq` of `lane` in `wal`, holding `records`.
@@ -1014,6 +1020,7 @@ mod tests {
                 Laid::Marker(ts, t_begin, t_end) => {
                     format::encode_checkpoint_marker(&mut bytes, seed, ts, t_begin, t_end)
                 }
+                Laid::Undecodable(ts) => format::encode_undecodable(&mut bytes, seed, ts),
             };
         }
         fs::write(wal.join(lane::segment_name(lane, seq)), bytes).expect("a segment");
@@ -1212,6 +1219,35 @@ mod tests {
         assert_eq!(recovered.recovery.stats.t_safe, Some(2));
         assert!(recovered.clock > 100, "clock {}", recovered.clock);
         assert_eq!(recovered_twice(dir.path()).expect("recovery"), [b"a", b"x"]);
+    }
+
+    #[test]
+    fn a_record_that_does_not_decode_ends_its_lane_before_t_safe_is_taken() {
+        // Lane 0's record at 2 checks out but does not decode; lane 1 runs to 7. Tolerant
+        // recovery ends lane 0 at 1, so t_safe is 1 and lane 1's put at 4 goes too: keeping
+        // it while lane 0's put at 3 is lost would be no prefix of the writes.
+        let dir = test_support::TempDir::new("undecodable");
+        let wal = dir.path().join("wal");
+        fs::create_dir_all(&wal).expect("wal dir");
+        let lane_0 = [
+            Laid::Put(1, b"a"),
+            Laid::Undecodable(2),
+            Laid::Put(3, b"b"),
+            Laid::Heartbeat(6),
+        ];
+        segment(&wal, 0, 0, 0, &lane_0);
+        segment(&wal, 1, 0, 0, &[Laid::Put(4, b"c"), Laid::Heartbeat(7)]);
+        match recover(dir.path(), &wal, false, false) {
+            Err(Error::Corrupt { file, reason, .. }) => {
+                assert_eq!(file, wal.join(lane::segment_name(0, 0)));
+                assert!(reason.contains("too short for its key"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        let tolerated = recover(dir.path(), &wal, true, true).expect("tolerant recovery");
+        assert_eq!(tolerated.recovery.stats.t_safe, Some(1));
+        assert_eq!(tolerated.recovery.stats.tolerated.len(), 1);
+        assert_eq!(recovered_twice(dir.path()).expect("recovery"), [b"a"]);
     }
 
     #[test]

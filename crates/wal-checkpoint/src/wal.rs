@@ -184,9 +184,9 @@ pub fn recover_read_only(dir: impl AsRef<Path>, options: &Options) -> Result<Rec
 
 /// Starts a new segment in every lane of the recovered log, and in the lanes `options` adds,
 /// each with a heartbeat stamped from `clock`. If one cannot be created, the segments this
-/// call created are removed again (best effort: the error that stopped it is the one
-/// returned), so that a failed open (too many open files, say) does not leave lanes that
-/// every later open must open too.
+/// call created are removed again (as far as that succeeds: the error returned is the one that
+/// stopped the creation), so that a failed open (too many open files, say) does not leave
+/// lanes that every later open must open too.
 fn open_lanes(
     wal_dir: &Path,
     options: &Options,
@@ -226,10 +226,16 @@ fn open_lanes(
                     created.pop();
                 }
                 drop(lanes);
+                // The highest lane first, each removal durable before the next, so that no
+                // crash or failure in between leaves a gap in the lanes' numbers.
                 for made in created.iter().rev() {
-                    let _ = fs::remove_file(made);
+                    if fs::remove_file(made)
+                        .and_then(|()| faults::sync_dir(wal_dir))
+                        .is_err()
+                    {
+                        break;
+                    }
                 }
-                let _ = faults::sync_dir(wal_dir);
                 return Err(Error::io(path, error));
             }
         };
