@@ -174,6 +174,17 @@ pub(crate) fn most_trained_slots(slots: usize, root: PlacementKind) -> usize {
     }
 }
 
+/// The most buckets a resize may ask for `live` keys under a `root` placement and still have
+/// every placement trained for them, up to [`most_trained_slots`] buckets, keep a load factor
+/// of at least `lower`.
+pub(crate) fn most_slots_at_load(live: usize, lower: f64, root: PlacementKind) -> usize {
+    let at_lower = (live as f64 / lower) as usize;
+    match root {
+        PlacementKind::Learned => (at_lower as f64 / LARGEST_SCALE) as usize,
+        PlacementKind::Hashed => at_lower,
+    }
+}
+
 impl Sample {
     /// The sample of `keys` (in any order).
     pub(crate) fn of<'a, K: HashKey>(keys: impl Iterator<Item = &'a K::Query>) -> Self {
@@ -269,6 +280,24 @@ impl Sample {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slots_a_resize_may_ask_for_keep_the_load_factor_above_the_lower_one() {
+        for root in [PlacementKind::Learned, PlacementKind::Hashed] {
+            for lower in [0.3, 0.5, 0.7, 1.0, 1.3, 63.0] {
+                for live in 1..3_000 {
+                    let most = most_slots_at_load(live, lower, root);
+                    if most > 0 {
+                        let trained = most_trained_slots(most, root);
+                        assert!(
+                            live as f64 / trained as f64 >= lower,
+                            "{root:?}, lower {lower}, {live} keys: {trained} buckets"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn linear_keys_are_learned_with_no_conflicts() {

@@ -42,7 +42,7 @@ use concurrency::sync::atomic::Ordering;
 use crate::group::Group;
 use crate::index::{Restructurer, buckets_for};
 use crate::key::HashKey;
-use crate::model::{LARGEST_SCALE, PlacementKind, Sample, Trained};
+use crate::model::{PlacementKind, Sample, Trained, most_slots_at_load};
 use crate::record::{Record, Seen};
 
 /// The least factor by which a resize that grows a group multiplies its bucket count.
@@ -193,10 +193,12 @@ impl<K: HashKey> Restructurer<'_, K> {
             // group): give it up to `GROWTH` times its buckets, so that it is not full again at
             // once and an index growing from empty moves each key fewer times, but not so many
             // that its load factor starts under `lower_load_factor` (the next pass would shrink
-            // it again). With the default triggers that is three times the buckets.
+            // it again), whatever the placement trained takes. With the default triggers that
+            // is three times the buckets (2.4 times under a learned root, whose placements may
+            // take a quarter more).
             if target > old.bucket_count() {
-                let scale = if learnable { LARGEST_SCALE } else { 1.0 };
-                let most = (live as f64 / config.lower_load_factor / scale) as usize;
+                let root = self.inner().root_kind();
+                let most = most_slots_at_load(live, config.lower_load_factor, root);
                 target.max((GROWTH * old.bucket_count()).min(most))
             } else {
                 target
