@@ -6,7 +6,8 @@
 //! replaced before any later resize places pointers to them. A panic there (a failed
 //! assertion, a test hook) unwinding past the change would leave writers waiting forever or,
 //! worse, records that readers follow into memory that holds no value. No caller can repair
-//! that, so the process stops instead.
+//! that, so the process stops instead. That includes a failed assertion in a test's hook at one
+//! of those phases: the test binary stops, after the panic's message.
 
 /// Aborts the process if it is dropped while its thread unwinds from a panic.
 #[must_use = "the guard covers the scope it lives in"]

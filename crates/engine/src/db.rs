@@ -76,8 +76,8 @@ pub(crate) struct DbInner {
 /// Whether recovery read a log long enough that the open checkpoints before it returns: four
 /// segments a lane (each open starts one in every lane, so a process that never lives one
 /// checkpoint interval would otherwise leave the next open more files, and more records, to
-/// replay every time), or more ops than the checkpoint held and at least [`LONG_REPLAY`]
-/// (the checkpoint then costs no more than the replay it saves the next open).
+/// replay every time), or at least as many ops as the checkpoint held and at least
+/// [`LONG_REPLAY`] (the checkpoint then costs no more than the replay it saves the next open).
 fn recovered_a_long_log(stats: &RecoveryStats, lanes: usize) -> bool {
     stats.segments >= 4 * lanes || stats.ops_replayed >= stats.checkpoint_entries.max(LONG_REPLAY)
 }
@@ -143,7 +143,10 @@ impl Db {
             options,
         });
         if long_log {
-            inner.checkpoint()?;
+            // Best effort: a failed checkpoint leaves the log as it was (the next open, or the
+            // first periodic checkpoint, tries again), and an open must not fail for want of
+            // room for one: a full disk is what the database may be opened to clear.
+            let _ = inner.checkpoint();
         }
         inner.start_checkpointer()?;
         Ok(Self { inner })

@@ -61,11 +61,11 @@ impl Options {
     }
 
     /// The period of background checkpoints; `None` disables them (the log then grows until
-    /// [`crate::Db::checkpoint`] is called). With them, an open that recovered a long log
-    /// (four segments a lane, left by opens and segment rotations since the last checkpoint,
-    /// or more ops than that checkpoint held and at least 65,536) checkpoints before it
-    /// returns, so that processes that close before an interval has passed do not leave
-    /// each open a longer log to replay.
+    /// [`crate::Db::checkpoint`] is called). With them, an open that recovered a long log (four
+    /// segments a lane, left by opens and segment rotations since the last checkpoint, or at least
+    /// as many ops as that checkpoint held and at least 65,536) checkpoints before it returns (if
+    /// it can: one that fails leaves the open to succeed), so that processes that close before an
+    /// interval has passed do not leave each open a longer log to replay.
     pub fn checkpoint_interval(mut self, interval: Option<Duration>) -> Self {
         self.checkpoint_interval = interval;
         self
