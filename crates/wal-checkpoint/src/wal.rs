@@ -227,12 +227,14 @@ fn open_lanes(
                 }
                 drop(lanes);
                 // The highest lane first, each removal durable before the next, so that no
-                // crash or failure in between leaves a gap in the lanes' numbers.
+                // crash or failure in between leaves a gap in the lanes' numbers. The failed
+                // segment may never have been created (out of file descriptors, say).
                 for made in created.iter().rev() {
-                    if fs::remove_file(made)
-                        .and_then(|()| faults::sync_dir(wal_dir))
-                        .is_err()
-                    {
+                    let removed = match fs::remove_file(made) {
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                        removed => removed.and_then(|()| faults::sync_dir(wal_dir)),
+                    };
+                    if removed.is_err() {
                         break;
                     }
                 }

@@ -221,3 +221,41 @@ fn a_failed_open_removes_the_segments_it_created() {
     // The reopen starts a segment in each of its two lanes and no other.
     assert_eq!(segments(dir.path()).len(), before.len() + 2);
 }
+
+#[test]
+fn an_open_out_of_file_descriptors_removes_the_segments_it_created() {
+    const CHILD: &str = "LEARNKV_FD_LIMIT_CHILD";
+    if let Ok(dir) = std::env::var(CHILD) {
+        // The child: 64 descriptors, and an open that asks for 256 lanes, each holding its
+        // segment open, runs out of them part way (creating a segment, or syncing the
+        // directory after it).
+        let limit = libc::rlimit {
+            rlim_cur: 64,
+            rlim_max: 64,
+        };
+        // SAFETY: `limit` is a valid `rlimit` for the call's duration; lowering this process's
+        // descriptor limit affects only this child.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        match Wal::open(&dir, options(256, Durability::None)) {
+            Err(Error::Io { source, .. }) => assert_eq!(source.raw_os_error(), Some(libc::EMFILE)),
+            other => panic!("expected running out of descriptors, got {other:?}"),
+        }
+        return;
+    }
+    let dir = TempDir::new("fd-limit");
+    let (wal, _) = Wal::open(dir.path(), options(2, Durability::None)).expect("open");
+    wal.put(0, b"k", b"v", || ()).expect("put");
+    wal.close().expect("close");
+    let before = segments(dir.path());
+    let child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "an_open_out_of_file_descriptors_removes_the_segments_it_created",
+            "--nocapture",
+        ])
+        .env(CHILD, dir.path())
+        .output()
+        .expect("the child runs");
+    assert!(child.status.success(), "{child:?}");
+    assert_eq!(segments(dir.path()), before);
+}
