@@ -6,20 +6,19 @@
 //! [`maintenance_step`](crate::HashIndex::maintenance_step) and
 //! [`quiesce`](crate::HashIndex::quiesce) also run synchronously.
 //!
-//! A pass reads every group's live-key counter and resizes the groups whose load factor is
-//! above `upper_load_factor` or below `lower_load_factor` (never below `min_buckets`) to
-//! `live / target_load_factor` buckets, all in one batch (see `resize`). A group below
-//! `lower_load_factor` is left alone if a resize could give it as many buckets again (a learned
-//! placement may take up to a quarter more than it is asked for): a group of a few keys under
-//! `min_buckets`, trained each time to a quarter more buckets, was otherwise shrunk by every
-//! pass, for ever. It also rebuilds a
+//! A pass reads every group's live-key counter and resizes the groups whose load factor is above
+//! `upper_load_factor` or below `lower_load_factor` (never below `min_buckets`) to `live /
+//! target_load_factor` buckets, all in one batch (see `resize`). A group below `lower_load_factor`
+//! is left alone if a resize could give it as many buckets again (a learned placement may take up
+//! to a quarter more than it is asked for): a group of a few keys under `min_buckets`, trained each
+//! time to a quarter more buckets, was otherwise shrunk by every pass, for ever. It also rebuilds a
 //! group cluttered by removed keys (not in the paper): a removed key's chain node stays in the
 //! group's arena, and its removed record keeps other keys out of its bucket (only the same key
-//! revives it), so under churn at a steady size (remove one key, insert another) new keys go
-//! to chains without end. Session 23's probe of the engine: 20 chain nodes per live key after
-//! four minutes, and puts and gets 20 times slower. A group whose chain nodes exceed what its
-//! placement gave its keys by more than its live keys (or `min_buckets`) is resized at its
-//! target size, which drops them: amortized, each insert pays for moving one key.
+//! revives it), so under churn at a steady size (remove one key, insert another) new keys go to
+//! chains without end. Session 23's probe of the engine: 20 chain nodes per live key after four
+//! minutes, and puts and gets 20 times slower. A group whose chain nodes exceed what its placement
+//! gave its keys by more than its live keys (or `min_buckets`) is resized at its target size, which
+//! drops them: amortized, each insert pays for moving one key.
 //!
 //! With several threads, thread `i` of `n` looks after the groups of the slots `s` with
 //! `s % n == i` (the paper gives each thread a disjoint set of groups), holding its share of the
