@@ -1221,6 +1221,19 @@ mod tests {
         assert_eq!(recovered_twice(dir.path()).expect("recovery"), [b"a", b"x"]);
     }
 
+    /// Asserts that strict recovery of `dir` refuses lane 0's first segment, for `reason`.
+    fn assert_lane_0_corrupt(dir: &Path, reason: &str) {
+        match recover(dir, &dir.join("wal"), false, false) {
+            Err(Error::Corrupt {
+                file, reason: why, ..
+            }) => {
+                assert_eq!(file, dir.join("wal").join(lane::segment_name(0, 0)));
+                assert!(why.contains(reason), "{why}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
     #[test]
     fn a_record_that_does_not_decode_ends_its_lane_before_t_safe_is_taken() {
         // Lane 0's record at 2 checks out but does not decode; lane 1 runs to 7. Tolerant
@@ -1237,13 +1250,7 @@ mod tests {
         ];
         segment(&wal, 0, 0, 0, &lane_0);
         segment(&wal, 1, 0, 0, &[Laid::Put(4, b"c"), Laid::Heartbeat(7)]);
-        match recover(dir.path(), &wal, false, false) {
-            Err(Error::Corrupt { file, reason, .. }) => {
-                assert_eq!(file, wal.join(lane::segment_name(0, 0)));
-                assert!(reason.contains("too short for its key"), "{reason}");
-            }
-            other => panic!("expected corruption, got {other:?}"),
-        }
+        assert_lane_0_corrupt(dir.path(), "too short for its key");
         let tolerated = recover(dir.path(), &wal, true, true).expect("tolerant recovery");
         assert_eq!(tolerated.recovery.stats.t_safe, Some(1));
         assert_eq!(tolerated.recovery.stats.tolerated.len(), 1);
@@ -1260,13 +1267,7 @@ mod tests {
         segment(&wal, 0, 0, 0, &[Laid::Put(1, b"a")]);
         segment(&wal, 0, 1, 3, &[Laid::Put(5, b"c")]);
         segment(&wal, 1, 0, 0, &[Laid::Put(4, b"x")]);
-        match recover(dir.path(), &wal, false, false) {
-            Err(Error::Corrupt { file, reason, .. }) => {
-                assert_eq!(file, wal.join(lane::segment_name(0, 0)));
-                assert!(reason.contains("records are missing"), "{reason}");
-            }
-            other => panic!("expected corruption, got {other:?}"),
-        }
+        assert_lane_0_corrupt(dir.path(), "records are missing");
         let tolerated = recover(dir.path(), &wal, true, false).expect("tolerant recovery");
         assert_eq!(tolerated.recovery.stats.tolerated.len(), 1);
     }
