@@ -410,7 +410,7 @@ fn a_long_tail_of_frame_lengths_is_cut_in_bounded_time() {
 }
 
 #[test]
-fn stamps_and_segment_numbers_near_the_top_of_their_range_are_corruption() {
+fn stamps_and_segment_numbers_above_2_to_the_62_are_corruption() {
     let src = TempDir::new("stamp-src");
     let (bytes, _) = history(src.path(), 3);
     // The header's fields, resealed with a valid checksum: seq at 16, prev_last_ts at 24.
