@@ -595,6 +595,15 @@ impl Inner {
                     if !only_head || chunks > self.geo.chunks - chunk {
                         return Err(bad());
                     }
+                    // The run's other chunks belong to the block: a set bit there is a block
+                    // inside it that no allocation can explain.
+                    let tail_empty = (chunk + 1..chunk + chunks).all(|c| {
+                        let tail = self.map.words(self.geo.record(c) + 8, words);
+                        tail.iter().all(|w| w.load(Ordering::Relaxed) == 0)
+                    });
+                    if !tail_empty {
+                        return Err(bad());
+                    }
                     for c in chunk..chunk + chunks {
                         self.heap.mark_chunk_used(c);
                     }
@@ -918,9 +927,10 @@ impl Pool {
         }
     }
 
-    /// Picks a free block of at least `size` bytes aligned to `align` (a power of two; blocks
-    /// are at least 64 B-aligned, classes that are multiples of 256 B are 256 B-aligned, and
-    /// large blocks are chunk-aligned). Touches nothing persistent.
+    /// Picks a free block of at least `size` bytes aligned to `align` (a power of two of at
+    /// most 4 KiB; blocks are at least 64 B-aligned, classes that are multiples of 256 B are
+    /// 256 B-aligned, and large blocks start at chunk boundaries, 4 KiB-aligned). Touches
+    /// nothing persistent.
     pub fn reserve(&self, size: usize, align: usize) -> Result<Reservation<'_>> {
         let inner = &self.inner;
         let bad = |reason| Error::BadRequest {
@@ -935,7 +945,7 @@ impl Pool {
             align as u64,
         )
         .ok_or_else(|| {
-            bad("the size is 0, or the alignment is not a power of two at most the chunk size")
+            bad("the size is 0, or the alignment is not a power of two of at most 4 KiB")
         })?;
         let (offset, block) = match fit {
             Fit::Small(class) => {
@@ -986,11 +996,14 @@ impl Pool {
         let check = inner
             .check_entry(&entry)
             .ok_or(Error::InvalidPointer { offset, len: 8 })?;
-        reservation.done = true;
         // The contents must be durable before the log entry can be: a log line may reach the
         // media early (evicted before its fence), and recovery would then publish the block.
         inner.flush_range(offset, reservation.size);
         inner.fence()?;
+        // Until the entry is staged a failure (no free lane, a failed fence) leaves the block
+        // unlogged, and the reservation gives it back; from then on the log may name it.
+        Inner::lane(inner)?;
+        reservation.done = true;
         Inner::logged(inner, entry, check)?;
         Ok(PPtr::from_offset(offset))
     }

@@ -203,6 +203,39 @@ fn inconsistent_chunk_table_is_refused() {
 }
 
 #[test]
+fn a_block_inside_a_large_block_is_refused() {
+    let dir = TempDir::new("tail");
+    let path = dir.path().join("p");
+    let head = {
+        let pool = options().create(&path, Mode::Mapped).expect("create");
+        let root = pool.root::<[PAtomicPtr<u8>; 4]>().expect("root");
+        let slots = pool.get(root).expect("root");
+        let reservation = pool.reserve(8192, 64).expect("two chunks");
+        let block = pool.publish(reservation, &slots[0]).expect("published");
+        // The heap follows the chunk table (4096 + 4 lanes * 192 B, then 64 B per chunk).
+        let heap = (4864 + pool.stats().chunks * 64).next_multiple_of(4096);
+        (block.offset() - heap) / 4096
+    };
+    // The run's second chunk gets a small chunk's header (chunk 0's, which holds the root)
+    // and its first block's bit: a block inside the large one.
+    let small = std::fs::read(&path).expect("read")[4864..4872].to_vec();
+    let tail = 4864 + (head + 1) * 64;
+    poke(&path, tail, &small);
+    poke(&path, tail + 8, &[1]);
+    let e = open_err(&path);
+    assert!(
+        matches!(
+            e,
+            Error::Corrupt {
+                reason: Corruption::BadChunk { chunk, .. },
+                ..
+            } if chunk == head
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn layout_mismatch_is_refused() {
     let dir = TempDir::new("layout");
     let path = make(&dir, "p");

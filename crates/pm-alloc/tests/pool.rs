@@ -268,3 +268,26 @@ fn lanes_are_returned_when_threads_exit() {
         .collect();
     assert_eq!(results.iter().filter(|&&ok| ok).count(), 1);
 }
+
+#[test]
+fn a_publish_that_finds_no_lane_gives_its_block_back() {
+    // One lane, held by this thread (its root's publish claimed it): another thread's publish
+    // finds none, and its reservation must not keep the block.
+    let pool = PoolOptions::new(1 << 20).lanes(1).volatile().expect("pool");
+    let root = pool.root::<PAtomicPtr<[u8; 65_536]>>().expect("root");
+    let free = pool.stats().free_chunks;
+    let other = pool.clone();
+    std::thread::spawn(move || {
+        let slot = other.get(root).expect("root");
+        for _ in 0..3 {
+            let reservation = other.reserve(65_536, 64).expect("a large block");
+            assert!(matches!(
+                other.publish(reservation, &*slot),
+                Err(Error::NoFreeLane { lanes: 1 })
+            ));
+        }
+    })
+    .join()
+    .expect("the other thread");
+    assert_eq!(pool.stats().free_chunks, free);
+}

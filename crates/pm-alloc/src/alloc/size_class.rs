@@ -36,9 +36,14 @@ pub(crate) enum Fit {
     Large(u64),
 }
 
-/// The fit for a request; `None` if `align` is not a power of two or exceeds the chunk size.
+/// The largest alignment a block can have in memory: chunks lie at multiples of the chunk size
+/// from the heap's start, which is 4 KiB-aligned in the file, and the file is mapped at a page
+/// boundary.
+pub(crate) const MAX_ALIGN: u64 = 4096;
+
+/// The fit for a request; `None` if `align` is not a power of two or exceeds [`MAX_ALIGN`].
 pub(crate) fn fit(classes: &[u64], chunk_size: u64, size: u64, align: u64) -> Option<Fit> {
-    if !align.is_power_of_two() || align > chunk_size || size == 0 {
+    if !align.is_power_of_two() || align > MAX_ALIGN.min(chunk_size) || size == 0 {
         return None;
     }
     let align = align.max(MIN_ALIGN);
@@ -73,6 +78,11 @@ mod tests {
         assert_eq!(fit(&classes, 4096, 8193, 64), Some(Fit::Large(3)));
         assert_eq!(fit(&classes, 4096, 64, 4096), Some(Fit::Large(1)));
         assert_eq!(fit(&classes, 4096, 64, 8192), None);
+        // Chunks of 256 KiB are still only 4 KiB-aligned in memory.
+        let large = class_sizes(1 << 18);
+        assert!(fit(&large, 1 << 18, 64, 4096).is_some());
+        assert_eq!(fit(&large, 1 << 18, 64, 8192), None);
+        assert_eq!(fit(&large, 1 << 18, 64, 1 << 18), None);
         assert_eq!(fit(&classes, 4096, 64, 48), None);
         assert_eq!(fit(&classes, 4096, 0, 64), None);
     }
