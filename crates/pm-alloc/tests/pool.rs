@@ -282,7 +282,7 @@ fn a_publish_that_finds_no_lane_gives_its_block_back() {
         for _ in 0..3 {
             let reservation = other.reserve(65_536, 64).expect("a large block");
             assert!(matches!(
-                other.publish(reservation, &*slot),
+                other.publish(reservation, slot),
                 Err(Error::NoFreeLane { lanes: 1 })
             ));
         }
