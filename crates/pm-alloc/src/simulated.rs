@@ -6,7 +6,9 @@
 //! - the **live image** is the memory the pool hands out, what the program sees;
 //! - the **persisted image** is what would survive a power failure. A line reaches it only
 //!   through a flush followed by a fence *of the same thread*: a flush snapshots the line into
-//!   the thread's pending set, the thread's next fence copies its pending lines in.
+//!   the thread's pending set, the thread's next fence copies its pending lines in, unless a
+//!   later snapshot of the line already got there (another thread flushed and fenced it
+//!   meanwhile): a write-back never takes a line back to older contents.
 //!
 //! A **crash image** is the persisted image plus, for every line whose live content differs
 //! from it (stored but not persisted: the cache may have evicted it early), the live line with
@@ -22,6 +24,7 @@
 //! with [`Pool::take_crash_images`](crate::Pool::take_crash_images), reopen each with
 //! [`PoolOptions::open_image`](crate::PoolOptions::open_image) and check the recovered state.
 
+use std::collections::HashMap;
 use std::thread::{self, ThreadId};
 
 use concurrency::sync::Mutex;
@@ -76,11 +79,16 @@ struct Pending {
     thread: ThreadId,
     line: u64,
     data: [u64; 8],
+    /// The snapshot's place among all flushes (from 1).
+    seq: u64,
 }
 
 struct State {
     persisted: Vec<u8>,
+    /// The `seq` of the snapshot each line last took into `persisted` (none: 0).
+    persisted_seq: HashMap<u64, u64>,
     pending: Vec<Pending>,
+    flushes: u64,
     fences: u64,
     options: SimOptions,
     images: Vec<CrashImage>,
@@ -113,7 +121,9 @@ impl Simulator {
         Self {
             state: Mutex::new(State {
                 persisted,
+                persisted_seq: HashMap::new(),
                 pending: Vec::new(),
+                flushes: 0,
                 fences: 0,
                 options,
                 images: Vec::new(),
@@ -123,11 +133,14 @@ impl Simulator {
 
     /// Snapshots line `line` (a 64-aligned offset) into the calling thread's pending set.
     pub(crate) fn flush_line(&self, map: &Mapping, line: u64) {
-        let data = read_line(map, line);
-        self.state.lock().pending.push(Pending {
+        let mut state = self.state.lock();
+        state.flushes += 1;
+        let seq = state.flushes;
+        state.pending.push(Pending {
             thread: thread::current().id(),
             line,
-            data,
+            data: read_line(map, line),
+            seq,
         });
     }
 
@@ -152,15 +165,23 @@ impl Simulator {
             });
         }
         let State {
-            persisted, pending, ..
+            persisted,
+            persisted_seq,
+            pending,
+            ..
         } = &mut *state;
         pending.retain(|p| {
             if p.thread != me {
                 return true;
             }
-            let start = p.line as usize;
-            for (i, word) in p.data.iter().enumerate() {
-                persisted[start + 8 * i..start + 8 * i + 8].copy_from_slice(&word.to_le_bytes());
+            let newest = persisted_seq.entry(p.line).or_insert(0);
+            if *newest < p.seq {
+                *newest = p.seq;
+                let start = p.line as usize;
+                for (i, word) in p.data.iter().enumerate() {
+                    persisted[start + 8 * i..start + 8 * i + 8]
+                        .copy_from_slice(&word.to_le_bytes());
+                }
             }
             false
         });
@@ -235,6 +256,25 @@ mod tests {
         let p = sim.persisted();
         assert_eq!((p[0], p[64]), (1, 0));
         assert_eq!(sim.crash_image(&map, 9)[64], 0, "no eviction at 0%");
+    }
+
+    #[test]
+    fn a_fence_never_takes_a_line_back_to_an_older_snapshot() {
+        // This thread flushes word 0's store; another stores word 1 in the same line and
+        // persists it; this thread's fence then must not undo that persist.
+        let (map, sim) = setup(CrashPlan::Never, 0);
+        map.word(0).store(1, Ordering::Relaxed);
+        sim.flush_line(&map, 0);
+        thread::scope(|s| {
+            s.spawn(|| {
+                map.word(8).store(2, Ordering::Relaxed);
+                sim.flush_line(&map, 0);
+                sim.fence(&map);
+            });
+        });
+        sim.fence(&map);
+        let p = sim.persisted();
+        assert_eq!((p[0], p[8]), (1, 2));
     }
 
     #[test]
