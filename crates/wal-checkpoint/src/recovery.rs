@@ -307,19 +307,19 @@ fn runs_into_unwritten_block(bytes: &[u8], at: usize, header: &SegmentHeader) ->
 
 /// Whether some valid frame starts at a position of `starts` in `bytes`, a segment with
 /// `header` (after a bad frame: then that frame is corruption, not a torn tail). Each position
-/// costs the same whatever length its frame claims ([`RangeCrc`]).
+/// costs the same whatever length its frame claims ([`RangeCrc`], sampled on the first
+/// position whose length and kind could be a frame's).
 fn valid_frame_starts(bytes: &[u8], starts: Range<usize>, header: &SegmentHeader) -> bool {
     let seed = header.seed();
     let end = starts.end.min(bytes.len().saturating_sub(FRAME_HEADER));
-    if starts.start >= end {
-        return false;
-    }
-    let crc = RangeCrc::new(bytes);
+    let mut crc = None;
     (starts.start..end).any(|at| {
         let rest = &bytes[at..];
-        format::u32_at(rest, 4) >= 9
+        let len = format::u32_at(rest, 4) as usize;
+        len >= 9
+            && len <= rest.len() - FRAME_HEADER
             && format::is_record_kind(rest[FRAME_HEADER], header)
-            && format::is_valid_frame_at(&crc, at, seed)
+            && format::is_valid_frame_at(crc.get_or_insert_with(|| RangeCrc::new(bytes)), at, seed)
     })
 }
 
