@@ -171,7 +171,8 @@ impl<K: HashKey> Restructurer<'_, K> {
         // Under a hashed root a group's keys are a hash-random subset of the key set, which no
         // linear model places better than the hash: skip collecting and training, and size the
         // new group by the live-key counter instead of a pass over the records.
-        let learnable = self.inner().root_kind() == PlacementKind::Learned;
+        let root = self.inner().root_kind();
+        let learnable = root == PlacementKind::Learned;
         let mut keys: Vec<K> = Vec::new();
         let live = if learnable {
             old.visit(0..old.chain_count(), |record| {
@@ -197,7 +198,6 @@ impl<K: HashKey> Restructurer<'_, K> {
             // is three times the buckets (2.4 times under a learned root, whose placements may
             // take a quarter more).
             if target > old.bucket_count() {
-                let root = self.inner().root_kind();
                 let most = most_slots_at_load(live, config.lower_load_factor, root);
                 target.max((GROWTH * old.bucket_count()).min(most))
             } else {
