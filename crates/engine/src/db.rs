@@ -21,11 +21,11 @@ use wal_checkpoint::{CheckpointWriter, KeyLocks, Recovery, RecoveryStats, Wal};
 use crate::batch::WriteBatch;
 use crate::catalog::{self, Catalog};
 use crate::error::{Error, Result};
-use crate::key::{KeyType, TableKey, TableKind};
+use crate::key::{KeyType, MAX_KEY_LEN, TableKey, TableKind};
 use crate::options::Options;
 use crate::stats::{CheckpointInfo, DbStats, TableStats};
 use crate::store::{self, AnyStore, Store};
-use crate::table::{HashTable, OrderedTable};
+use crate::table::{HashTable, MAX_VALUE_LEN, OrderedTable};
 use crate::value;
 
 /// The lock file's name.
@@ -522,21 +522,38 @@ fn load_table<'a, K: TableKey>(
 ) -> Result<AnyStore> {
     let mut loaded: Vec<(K, u64)> = Vec::new();
     while let Some((_, key, value)) = pairs.next_if(|(table, _, _)| *table == id) {
-        let Some(key) = K::decode(key) else {
-            for (_, word) in loaded {
-                store::discard(word);
+        match decode_recovered::<K>(key, value) {
+            Ok(key) => loaded.push((key, value::encode(value))),
+            Err(reason) => {
+                for (_, word) in loaded {
+                    store::discard(word);
+                }
+                return Err(Error::corrupt(
+                    dir.join("wal"),
+                    0,
+                    format!("table {id} holds {reason}"),
+                ));
             }
-            return Err(Error::corrupt(
-                dir.join("wal"),
-                0,
-                format!(
-                    "table {id} holds a key of {} bytes, not a {} key",
-                    key.len(),
-                    K::TYPE
-                ),
-            ));
-        };
-        loaded.push((key, value::encode(value)));
+        }
     }
     Ok(K::wrap(Arc::new(Store::load(kind, loaded, options)?)))
+}
+
+/// The key of a recovered pair, or why the pair is none a table of key type `K` accepts: a key
+/// or value over the limits (a log forged or written by another program), or a key that is no
+/// `K`.
+fn decode_recovered<K: TableKey>(key: &[u8], value: &[u8]) -> std::result::Result<K, String> {
+    if key.len() > MAX_KEY_LEN {
+        return Err(format!(
+            "a key of {} bytes, over the limit of {MAX_KEY_LEN}",
+            key.len()
+        ));
+    }
+    if value.len() > MAX_VALUE_LEN {
+        return Err(format!(
+            "a value of {} bytes, over the limit of {MAX_VALUE_LEN}",
+            value.len()
+        ));
+    }
+    K::decode(key).ok_or_else(|| format!("a key of {} bytes, not a {} key", key.len(), K::TYPE))
 }

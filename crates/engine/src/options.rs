@@ -92,12 +92,12 @@ impl Options {
         self
     }
 
-    /// Background threads per table index (XIndex-R's compaction and structure changes,
-    /// XIndex-H's resizes; at most 256); 0 leaves that work undone (not recommended). Each
-    /// table's index owns its threads, so a database of many tables runs that many threads,
-    /// mostly asleep: an ordered table's wake once a second, and so do an idle hash table's
-    /// (every 2 ms while writes change its number of keys); 1,000 idle tables of either kind
-    /// cost 1–2% of a core.
+    /// Background threads per table index (XIndex-R's compaction and structure changes, XIndex-H's
+    /// resizes; at most 256, or the open fails with [`Error::InvalidOptions`]); 0 leaves that work
+    /// undone (not recommended). Each table's index owns its threads, so a database of many tables
+    /// runs that many threads, mostly asleep: an ordered table's wake once a second, and so do an
+    /// idle hash table's (every 2 ms while writes change its number of keys); 1,000 idle tables of
+    /// either kind cost 1–2% of a core.
     pub fn index_threads(mut self, threads: usize) -> Self {
         self.ordered.background_threads = threads;
         self.hash.background_threads = threads;
@@ -141,6 +141,17 @@ impl Options {
             return Err(Error::InvalidOptions(
                 "segments must hold at least 4 KiB".into(),
             ));
+        }
+        let max_threads = concurrency::workers::MAX_THREADS;
+        if self
+            .ordered
+            .background_threads
+            .max(self.hash.background_threads)
+            > max_threads
+        {
+            return Err(Error::InvalidOptions(format!(
+                "index threads must be at most {max_threads} per table"
+            )));
         }
         self.ordered.validate()?;
         self.hash.validate()?;
