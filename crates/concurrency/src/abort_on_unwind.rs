@@ -7,7 +7,9 @@
 //! assertion, a test hook) unwinding past the change would leave writers waiting forever or,
 //! worse, records that readers follow into memory that holds no value. No caller can repair
 //! that, so the process stops instead. That includes a failed assertion in a test's hook at one
-//! of those phases: the test binary stops, after the panic's message.
+//! of those phases: the test binary stops with the guard's message, written straight to the
+//! standard error so that the test harness's capture cannot swallow it; the panic's own
+//! message is in the captured output the abort discards (rerun with `--nocapture`).
 
 /// Aborts the process if it is dropped while its thread unwinds from a panic.
 #[must_use = "the guard covers the scope it lives in"]
@@ -27,10 +29,13 @@ impl AbortOnUnwind {
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!(
-                "learnkv: a panic in the middle of {} would leave the index unusable; aborting",
+            let message = format!(
+                "learnkv: a panic in the middle of {} would leave the index unusable; aborting \
+                 (under `cargo test`, `--nocapture` shows the panic)\n",
                 self.what
             );
+            // Not `eprintln!`, which a test harness captures and the abort then discards.
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
             std::process::abort();
         }
     }
@@ -59,7 +64,6 @@ mod tests {
                 .args([
                     "--exact",
                     "abort_on_unwind::tests::a_panic_under_the_guard_aborts_and_one_after_it_unwinds",
-                    "--nocapture",
                 ])
                 .env(CHILD, case)
                 .output()
@@ -67,6 +71,7 @@ mod tests {
         };
         let under = run("under");
         assert_eq!(under.status.signal(), Some(libc::SIGABRT), "{under:?}");
+        // The harness captures the child's output, but not the guard's message.
         let stderr = String::from_utf8_lossy(&under.stderr);
         assert!(stderr.contains("middle of a test's change"), "{stderr}");
         let after = run("after");

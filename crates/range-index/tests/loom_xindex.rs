@@ -11,8 +11,9 @@
 //! the old group, a split, a merge and a sequential append. Case 17: updates in place (`update`) of
 //! an array key and of a buffered key across a compaction, and an update racing a remove at every
 //! phase (never reviving the key). Case 18: a maintenance pass splitting one group and compacting
-//! another in one batch, under a put and a get. Everything the protocol touches (record cells, the
-//! delta index's nodes, `buf_frozen`, `tmp_buf`, the group link, the grace-period barrier, the
+//! another in one batch, under a put and a get. Case 19: scans skipping and raising an array's
+//! removed prefix across a compaction. Everything the protocol touches (record cells, the delta
+//! index's nodes, `buf_frozen`, `tmp_buf`, the group link, the grace-period barrier, the
 //! restructure lock) is loom's, so every interleaving of the worker's operation with the
 //! compaction's steps is explored up to the preemption bound.
 //!
@@ -588,6 +589,38 @@ fn case15_reverse_scans_during_group_split_and_merge() {
         );
         settle(&index);
     });
+}
+
+/// A scan from below the array's removed prefix starts past it and raises it over the removed
+/// records it reads (README design notes, "Scans skip the removed prefix"): across every phase
+/// of a compaction (pointer records, then a new array), a key never removed is always
+/// returned and a key removed before the scan never is; one put back after the prefix passed
+/// it is found in the delta index.
+#[test]
+fn case19_scans_skip_and_raise_the_removed_prefix() {
+    for at in Phase::ALL {
+        model(
+            &format!("case19 remove, scan ‖ scan at {at:?}"),
+            move || {
+                let index = tiny_index();
+                let worker = spawn(&index, |index| {
+                    assert_eq!(index.remove(&10), Some(1));
+                    index.scan(&0, 2)
+                });
+                let seen = compact_running(&index, at, |index| index.scan(&0, 2));
+                assert_eq!(worker.join().expect("the worker finishes"), vec![(20, 2)]);
+                assert!(
+                    [vec![(10, 1), (20, 2)], vec![(20, 2)]].contains(&seen),
+                    "{seen:?}"
+                );
+                assert_eq!(index.scan(&0, 2), vec![(20, 2)]);
+                index.insert(10, 4);
+                assert_eq!(index.scan(&0, 2), vec![(10, 4), (20, 2)]);
+                settle(&index);
+                assert_eq!(index.scan(&0, 2), vec![(10, 4), (20, 2)]);
+            },
+        );
+    }
 }
 
 /// A batched lookup locates every key's group first and searches them later, under the same

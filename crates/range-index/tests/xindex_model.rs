@@ -639,6 +639,52 @@ fn scans_merge_array_runs_with_delta_keys() {
     }
 }
 
+/// A queue's use: the smallest key taken and removed over and over, some keys put back below
+/// the front (into the delta indexes, beside their removed records), scans from starts inside
+/// the removed front, and restructures now and then. Scans skip the arrays' removed prefixes
+/// and raise them as they go (README design notes, "Scans skip the removed prefix"); they must
+/// still return exactly the model's pairs.
+#[test]
+fn taking_the_smallest_key_over_and_over_matches_btreemap() {
+    let config = Config {
+        background_threads: 0,
+        max_group_size: 256,
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..4_000u64).map(|i| (i * 2, i)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    for step in 0..3_000u64 {
+        let first = index.scan(&0, 1);
+        let want: Vec<(u64, u64)> = model.iter().take(1).map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(first, want, "the smallest pair at step {step}");
+        let (key, value) = first[0];
+        assert_eq!(index.remove(&key), model.remove(&key), "remove {key}");
+        if step % 7 == 3 {
+            // Back in below the front: a live delta entry under a removed prefix.
+            assert_eq!(index.insert(key, value + 1), None);
+            model.insert(key, value + 1);
+        }
+        if step % 11 == 5 {
+            let start = key.saturating_sub(step % 40);
+            let want: Vec<(u64, u64)> = model
+                .range(start..)
+                .take(5)
+                .map(|(&k, &v)| (k, v))
+                .collect();
+            assert_eq!(
+                index.scan(&start, 5),
+                want,
+                "scan({start}, 5) at step {step}"
+            );
+        }
+        if step % 500 == 499 {
+            index.maintenance_step();
+        }
+    }
+    index.validate();
+}
+
 /// Reverse scans over the same groups: the last `n` pairs below ends all over the key range,
 /// included or excluded, above starts included or excluded, across many groups, their delta
 /// keys and removed records; and ranges read from both ends in patterns that cross the

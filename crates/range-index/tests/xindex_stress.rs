@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
 use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 use range_index::OrderedIndex;
 use range_index::xindex::{Config, IndexKey, Restructure, XIndex};
 use test_support::stress::{self, NumberedKey, StressedMap, initial_pairs};
@@ -207,6 +207,76 @@ fn integer_keys_are_linearizable_with_sequential_appends() {
 #[test]
 fn string_keys_are_linearizable_under_continuous_compaction() {
     stress::<Vec<u8>>(Duration::from_millis(1_000), false, 1);
+}
+
+/// Two threads take the smallest key over and over (scan from the start, then remove what it
+/// returned) while a third forces structural changes and the background thread compacts:
+/// scans skip the arrays' removed prefixes and raise them concurrently (README design notes,
+/// "Scans skip the removed prefix"). Every key below the half is taken exactly once, and a
+/// scan never returns a key above the smallest one left, the half, which nobody removes.
+#[test]
+fn queue_takers_race_restructures() {
+    const KEYS: u64 = 100_000;
+    let config = Config {
+        delta_threshold: 4,
+        compaction_threshold: 1,
+        max_group_size: 64,
+        period: Duration::from_millis(1),
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..KEYS).map(|k| (k, k)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    let done = AtomicBool::new(false);
+    let taken: Vec<Vec<u64>> = thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut rng = SmallRng::seed_from_u64(7);
+            while !done.load(Ordering::Relaxed) {
+                let change = Restructure::ALL[rng.random_range(0..Restructure::ALL.len())];
+                let slot = rng.random_range(0..index.slot_count());
+                index.restructure_slot_with(slot, change, |_| {});
+            }
+        });
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let first = index.scan(&0, 1);
+                        let &[(key, value)] = first.as_slice() else {
+                            panic!("the upper half stays: {first:?}");
+                        };
+                        assert_eq!(key, value);
+                        assert!(key <= KEYS / 2, "{key} skips the smallest key left");
+                        if key == KEYS / 2 {
+                            return mine;
+                        }
+                        if index.remove(&key).is_some() {
+                            mine.push(key);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let taken: Vec<_> = takers.into_iter().map(|t| t.join()).collect();
+        // Before a taker's panic goes on: the churn thread stops, and the scope ends.
+        done.store(true, Ordering::Relaxed);
+        taken.into_iter().map(|t| t.expect("a taker")).collect()
+    });
+    let mut all: Vec<u64> = taken.concat();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..KEYS / 2).collect::<Vec<_>>(),
+        "each key taken once"
+    );
+    assert_eq!(index.len(), (KEYS / 2) as usize);
+    let stats = index.stats();
+    assert!(
+        stats.compactions > 0 && stats.group_splits > 0 && stats.group_merges > 0,
+        "groups were compacted, split and merged meanwhile: {stats:?}"
+    );
+    index.quiesce();
+    index.validate();
 }
 
 /// Scans at the tail of the last group while another thread appends above it (the

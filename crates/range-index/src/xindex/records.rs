@@ -23,6 +23,14 @@
 //! key reads no field of the shared `Records`: the models say how many leading slots they were
 //! trained on, and those are initialised for good.
 //!
+//! Array records are removed for good (a put never revives one: index module comment), so
+//! the records keep how many leading ones a scan found removed ([`Records::removed_prefix`]):
+//! a later scan from below starts past them instead of reading them again, and a queue-like
+//! use, which removes the smallest key over and over, finds each next smallest key in constant
+//! time until a compaction drops the removed records. The bound only grows (`fetch_max`), and a
+//! scan raises it only over records it read removed, each of them in a run from the bound it
+//! loaded.
+//!
 //! The key slots are `std` cells even under loom: searches need plain slices of keys, which
 //! loom's cells cannot give; the length that publishes them is a loom atomic.
 
@@ -64,6 +72,8 @@ pub(crate) struct Records<K: IndexKey> {
     /// One cell per slot, spare ones included.
     cells: LargeArray<RecordCell>,
     len: AtomicUsize,
+    /// How many leading records are known to be removed (module comment).
+    removed_prefix: AtomicUsize,
     /// How many leading bytes, shared by every key, the hints skip ([`IndexKey::hint`]).
     hint_skip: usize,
     appending: Mutex<()>,
@@ -176,6 +186,7 @@ impl<K: IndexKey> Records<K> {
             hints: LargeArray::from_fn(capacity, |_| UnsafeCell::new(K::Hint::default())),
             cells: LargeArray::from_fn(capacity, |_| RecordCell::new(RecordMeta::new(), 0)),
             len: AtomicUsize::new(0),
+            removed_prefix: AtomicUsize::new(0),
             hint_skip: 0,
             appending: Mutex::new(()),
         }
@@ -295,6 +306,22 @@ impl<K: IndexKey> Records<K> {
     #[inline]
     pub(crate) fn cells(&self) -> &[RecordCell] {
         &self.cells[..self.len.load(Ordering::Acquire)]
+    }
+
+    /// How many leading records a scan has found removed: none of them is live, or will be.
+    #[inline]
+    pub(crate) fn removed_prefix(&self) -> usize {
+        self.removed_prefix.load(Ordering::Acquire)
+    }
+
+    /// Records that the records before position `end` are all removed; the caller read each
+    /// of those from the [`removed_prefix`](Self::removed_prefix) it loaded on removed.
+    pub(crate) fn extend_removed_prefix(&self, end: usize) {
+        debug_assert!(
+            end <= self.cells().len(),
+            "only read records are known removed"
+        );
+        self.removed_prefix.fetch_max(end, Ordering::Release);
     }
 
     /// The bytes of the hints' array, tie hints included.

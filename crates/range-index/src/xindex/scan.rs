@@ -14,6 +14,10 @@
 //! bound, which lies within its own range, so neighbours' keys held by the views of a split or
 //! by a merge's shared `tmp_buf` are never taken twice.
 //!
+//! A forward scan from below a group's removed prefix starts past it, and raises it over the
+//! removed array records it reads next ([`RemovedRun`]; records module comment): an addition,
+//! so that taking the smallest key over and over does not read every removed one each time.
+//!
 //! Scans read each record consistently but are not snapshots: a pair is returned if its
 //! record was live when the scan read it.
 
@@ -27,6 +31,7 @@ use crate::xindex::group::Group;
 use crate::xindex::index::Inner;
 use crate::xindex::key::IndexKey;
 use crate::xindex::record;
+use crate::xindex::records::Records;
 
 /// How many pairs a [`Range`] fetches per online section.
 const RANGE_CHUNK: usize = 128;
@@ -222,7 +227,8 @@ fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
         Bound::Unbounded => min_key.borrow(),
     };
     // The search may see keys appended after `keys` was read, which the scan may leave out.
-    let mut next = group.lower_bound(from).min(keys.len());
+    let (mut run, mut next) =
+        RemovedRun::start(group.records(), group.lower_bound(from), keys.len());
     // The array records the scan may still take are read in order: request their first lines
     // together, instead of one miss after the other until the hardware prefetcher catches on.
     let wanted = next..keys
@@ -271,7 +277,7 @@ fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
                 return done;
             }
             next += 1;
-            if emit(key, record::read(&cells[next - 1])) {
+            if emit(key, run.read(next - 1, &cells[next - 1])) {
                 return true;
             }
         }
@@ -282,22 +288,72 @@ fn scan_group<K: IndexKey, T: Borrow<K::Query>>(
         if let Some(done) = stop(key) {
             return done;
         }
-        let in_array = (in_array == Some(key)).then(|| {
-            next += 1;
-            &cells[next - 1]
-        });
+        let in_array = (in_array == Some(key))
+            .then(|| {
+                next += 1;
+                run.read(next - 1, &cells[next - 1])
+            })
+            .flatten();
         let in_buf = (in_buf == Some(key)).then(|| buf.next().expect("peeked").1);
         let in_tmp =
             (in_tmp == Some(key)).then(|| tmp.as_mut().and_then(Iterator::next).expect("peeked").1);
-        if emit(key, first_live([in_array, in_buf, in_tmp])) {
+        if emit(key, in_array.or_else(|| first_live([in_buf, in_tmp]))) {
             return true;
         }
     }
 }
 
+/// The run of removed array records that a forward scan reads from the records' removed prefix
+/// on (records module comment); when the scan leaves the group, the prefix grows by it.
+struct RemovedRun<'g, K: IndexKey> {
+    records: &'g Records<K>,
+    /// The prefix loaded at the start.
+    loaded: usize,
+    /// The position after the run: the next record to read, while every record read was
+    /// removed; `None` for a scan that started above the prefix.
+    end: Option<usize>,
+}
+
+impl<'g, K: IndexKey> RemovedRun<'g, K> {
+    /// The run of a scan whose first record is at `from` among `len`, and where the scan
+    /// starts reading: past the removed prefix.
+    fn start(records: &'g Records<K>, from: usize, len: usize) -> (Self, usize) {
+        let loaded = records.removed_prefix().min(len);
+        let from = from.min(len);
+        let end = (from <= loaded).then_some(loaded);
+        (
+            Self {
+                records,
+                loaded,
+                end,
+            },
+            from.max(loaded),
+        )
+    }
+
+    /// The value of `cell`, the record at `position`, read in ascending order.
+    fn read(&mut self, position: usize, cell: &RecordCell) -> Option<u64> {
+        let value = record::read(cell);
+        if value.is_none() && self.end == Some(position) {
+            self.end = Some(position + 1);
+        }
+        value
+    }
+}
+
+impl<K: IndexKey> Drop for RemovedRun<'_, K> {
+    fn drop(&mut self) {
+        if let Some(end) = self.end
+            && end > self.loaded
+        {
+            self.records.extend_removed_prefix(end);
+        }
+    }
+}
+
 /// The value of the first live record among a key's records, given in the lookup order
-/// `data_array → buf → tmp_buf` (`None` where the key has no record).
-fn first_live(cells: [Option<&RecordCell>; 3]) -> Option<u64> {
+/// `data_array → buf → tmp_buf` or its delta-index part (`None` where the key has no record).
+fn first_live<const N: usize>(cells: [Option<&RecordCell>; N]) -> Option<u64> {
     cells.into_iter().flatten().find_map(record::read)
 }
 
