@@ -96,6 +96,6 @@ fn pool_needed(workload: &Workload, options: &Options) -> Option<usize> {
     let threads = options.threads.iter().copied().max().unwrap_or(1);
     let seconds = (options.duration + warmup(options.duration)).as_secs_f64();
     let ops = POOL_RATE_PER_THREAD * threads as f64 * seconds;
-    let needed = usize::try_from(workload.inserts_needed(ops as u64)).unwrap_or(usize::MAX);
+    let needed = usize::try_from(workload.pool_needed(ops as u64, threads)).unwrap_or(usize::MAX);
     (needed > 0).then(|| needed.min(MAX_POOL_FACTOR * options.keys()))
 }

@@ -112,12 +112,23 @@ impl<K: Copy> KeySpace<K> {
             .collect()
     }
 
-    /// The slice of the pool that thread `thread` of `threads` inserts from.
+    /// The slice of the pool that thread `thread` of `threads` inserts from: empty for a thread
+    /// that does not exist (`thread >= threads`, e.g. any thread of 0).
     pub fn pool_slice(&self, thread: usize, threads: usize) -> &[K] {
+        if thread >= threads {
+            return &[];
+        }
         let (base, extra) = (self.pool.len() / threads, self.pool.len() % threads);
         let start = thread * base + thread.min(extra);
         &self.pool[start..start + base + usize::from(thread < extra)]
     }
+}
+
+/// The seed of the order in which thread `thread` removes its loaded keys: a labelled stream of
+/// its own, so that no two (seed, thread) pairs share it and it differs from the load order of
+/// [`crate::KeyDistribution::Latest`].
+pub(crate) fn remove_order_seed(seed: u64, thread: usize) -> u64 {
+    seed::derive(seed, seed::stream::REMOVE_ORDERS + thread as u64)
 }
 
 /// One thread's owned keys and its window of live ones (see the module comment).
@@ -147,7 +158,7 @@ impl<'a, K: Copy> ThreadKeys<'a, K> {
             thread,
             threads,
             owned_loaded,
-            order: Permutation::new(owned_loaded, seed::mix64(seed ^ thread as u64)),
+            order: Permutation::new(owned_loaded, remove_order_seed(seed, thread)),
             start: 0,
             end: owned_loaded,
         }
@@ -254,6 +265,31 @@ mod tests {
             slices.iter().map(|s| s.len()).collect::<Vec<_>>(),
             [4, 3, 3]
         );
+        assert!(space.pool_slice(0, 0).is_empty(), "no thread of 0 threads");
+        assert!(space.pool_slice(5, 3).is_empty(), "no thread 5 of 3");
+    }
+
+    #[test]
+    fn remove_orders_are_separate_streams() {
+        let load_order = crate::distribution::load_order_seed(7);
+        for thread in 0..64 {
+            assert_ne!(remove_order_seed(7, thread), load_order, "thread {thread}");
+            assert_ne!(
+                remove_order_seed(7, thread),
+                remove_order_seed(7 ^ 1, thread ^ 1),
+                "seeds s and s ^ 1 must not swap threads {thread} and {}",
+                thread ^ 1
+            );
+        }
+        // The same check on the streams: thread 1 of seed 6 does not replay thread 0 of seed 7.
+        let space = KeySpace::split((0..2_000u64).collect(), 2_000, 1).expect("valid");
+        let removes = |thread, seed| -> Vec<u64> {
+            let mut keys = ThreadKeys::new(&space, thread, 2, seed);
+            std::iter::from_fn(|| keys.next_remove())
+                .map(|key| key / 2)
+                .collect()
+        };
+        assert_ne!(removes(0, 7), removes(1, 6));
     }
 
     #[test]

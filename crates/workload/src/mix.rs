@@ -117,6 +117,10 @@ pub struct Workload {
     pub scan_len: (usize, usize),
 }
 
+/// The standard deviations of a thread's insert − remove walk that [`Workload::pool_needed`]
+/// leaves room for.
+const WALK_MARGIN: f64 = 6.0;
+
 /// YCSB's default scan lengths: uniform in 1–100.
 pub const YCSB_SCAN_LEN: (usize, usize) = (1, 100);
 
@@ -177,10 +181,41 @@ impl Workload {
         }
     }
 
-    /// The expected number of pool keys `ops` operations insert, beyond those their removes make
-    /// room for: size the pool with it (plus a margin) so that the streams do not run dry.
+    /// [`Workload::pool_needed`] for one thread: the pool that `ops` operations of a single
+    /// stream need. Several threads need more (each walk gets its own margin): use
+    /// [`Workload::pool_needed`] for them.
     pub fn inserts_needed(&self, ops: u64) -> u64 {
-        ((self.mix.insert - self.mix.remove).max(0.0) * ops as f64).ceil() as u64
+        self.pool_needed(ops, 1)
+    }
+
+    /// The pool size that lets `ops` operations, shared by `threads` threads as the runner shares
+    /// them, run to the end without a stream running dry (0 for no threads).
+    ///
+    /// A thread's stream ends for good the first time an insert finds every key it owns live, that
+    /// is when its inserts minus removes exceed its pool slice. That difference is a random walk:
+    /// over `m` operations it drifts by `(insert − remove) · m` with a standard deviation under
+    /// `σ = √(m · (insert + remove))`, so each thread gets its expected net inserts plus `6σ`
+    /// (the walk's maximum passes `6σ` with probability about `2·10⁻⁹`), for its share of at most
+    /// `⌈ops / threads⌉` operations, times `threads` since [`KeySpace::pool_slice`] splits the pool
+    /// evenly. A balanced mix (insert = remove, as in [`Workload::read_write`]) needs a pool too.
+    /// Removes need live keys in the same way: keep the loaded keys well above the pool.
+    ///
+    /// ```
+    /// use workload::{KeyDistribution, Workload};
+    /// let rw = Workload::read_write(0.9, KeyDistribution::Uniform)?;
+    /// // No net inserts, but 6 · √(500,000 · 0.05) = 948.7 per thread for the walk.
+    /// assert_eq!(rw.pool_needed(1_000_000, 2), 2 * 949);
+    /// # Ok::<(), workload::Error>(())
+    /// ```
+    pub fn pool_needed(&self, ops: u64, threads: usize) -> u64 {
+        if threads == 0 {
+            return 0;
+        }
+        let per_thread = ops.div_ceil(threads as u64) as f64;
+        let (insert, remove) = (self.mix.insert, self.mix.remove);
+        let drift = (insert - remove).max(0.0) * per_thread;
+        let spread = WALK_MARGIN * (per_thread * (insert + remove)).sqrt();
+        ((drift + spread).ceil() as u64).saturating_mul(threads as u64)
     }
 
     /// The operation stream of thread `thread` of `threads` over `space`.
@@ -224,7 +259,8 @@ fn percent(read: f64) -> String {
 /// One thread's endless (or, when its keys run out, finite) stream of operations.
 ///
 /// The stream ends — `next` returns `None` from then on — when the mix asks for an insert and
-/// every key the thread owns is already live, or for a remove and none is.
+/// every key the thread owns is already live, or for a remove and none is; size the pool with
+/// [`Workload::pool_needed`] to avoid it.
 #[derive(Debug, Clone)]
 pub struct OpGenerator<'a, K> {
     loaded: &'a [K],
@@ -450,13 +486,39 @@ mod tests {
     }
 
     #[test]
-    fn inserts_needed_counts_net_inserts() {
-        assert_eq!(Workload::ycsb(Ycsb::D).inserts_needed(1_000), 50);
+    fn pool_needed_counts_net_inserts_and_the_walk() {
+        // 5 % of 1,000 plus 6 · √(1,000 · 0.05) = 42.4; per thread of 2, 25 + 6 · √25.
+        assert_eq!(Workload::ycsb(Ycsb::D).inserts_needed(1_000), 93);
+        assert_eq!(Workload::ycsb(Ycsb::D).pool_needed(1_000, 2), 2 * 55);
+        let rw = Workload::read_write(0.9, KeyDistribution::Uniform).expect("valid");
+        assert_eq!(rw.inserts_needed(1_000), 43);
+        assert_eq!(rw.pool_needed(1_000, 0), 0);
+        assert_eq!(Workload::ycsb(Ycsb::A).pool_needed(1_000, 4), 0);
         assert_eq!(
-            Workload::read_write(0.9, KeyDistribution::Uniform)
-                .expect("valid")
-                .inserts_needed(1_000),
-            0
+            Workload::ycsb(Ycsb::D).pool_needed(u64::MAX, usize::MAX),
+            u64::MAX,
+            "saturates"
         );
+    }
+
+    #[test]
+    fn balanced_mixes_with_the_pool_they_ask_for_run_their_full_length() {
+        let (ops, threads) = (20_000, 2);
+        for read in [0.9, 0.0] {
+            let workload = Workload::read_write(read, KeyDistribution::Uniform).expect("valid");
+            let pool = workload.pool_needed(ops, threads) as usize;
+            let space = space(10_000 + pool as u64, 10_000);
+            for seed in 0..64 {
+                for thread in 0..threads {
+                    let share = crate::runner::share(ops, thread, threads) as usize;
+                    let ran = workload
+                        .generator(&space, thread, threads, seed)
+                        .expect("valid")
+                        .take(share)
+                        .count();
+                    assert_eq!(ran, share, "rw-{read}, seed {seed}, thread {thread}");
+                }
+            }
+        }
     }
 }

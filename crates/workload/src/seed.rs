@@ -15,14 +15,19 @@ pub(crate) fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The generator for `stream` under `seed`; distinct streams are independent.
-pub(crate) fn rng(seed: u64, stream: u64) -> Rng {
-    Rng::seed_from_u64(mix64(
-        seed ^ mix64(stream.wrapping_add(0x9e37_79b9_7f4a_7c15)),
-    ))
+/// The 64-bit seed of `stream` under `seed`: distinct streams give distinct seeds for the same
+/// `seed`, and nearby seeds (`s`, `s ^ 1`) do not swap streams.
+pub(crate) fn derive(seed: u64, stream: u64) -> u64 {
+    mix64(seed ^ mix64(stream.wrapping_add(0x9e37_79b9_7f4a_7c15)))
 }
 
-/// Stream numbers of the data set generators (threads use `THREADS + thread`).
+/// The generator for `stream` under `seed`; distinct streams are independent.
+pub(crate) fn rng(seed: u64, stream: u64) -> Rng {
+    Rng::seed_from_u64(derive(seed, stream))
+}
+
+/// Stream numbers of the data set generators and of the per-thread streams (thread `t` uses
+/// `THREADS + t` for its operations and `REMOVE_ORDERS + t` for the order of its removes).
 pub(crate) mod stream {
     pub(crate) const UNIFORM: u64 = 1;
     pub(crate) const LINEAR: u64 = 2;
@@ -36,5 +41,7 @@ pub(crate) mod stream {
     pub(crate) const URL: u64 = 10;
     pub(crate) const SPLIT: u64 = 11;
     pub(crate) const PERMUTATION: u64 = 12;
+    pub(crate) const LOAD_ORDER: u64 = 13;
     pub(crate) const THREADS: u64 = 1 << 32;
+    pub(crate) const REMOVE_ORDERS: u64 = 2 << 32;
 }

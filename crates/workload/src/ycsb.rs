@@ -27,7 +27,8 @@ pub enum Ycsb {
     B,
     /// Read only.
     C,
-    /// Read latest: 95 % reads, 5 % inserts, reads favour the newest records.
+    /// Read latest: 95 % reads, 5 % inserts, reads favour the newest records — each thread's own
+    /// (see [`KeyDistribution::Latest`]).
     D,
     /// Short ranges: 95 % scans of 1–100 keys, 5 % inserts.
     E,

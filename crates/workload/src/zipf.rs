@@ -36,7 +36,7 @@ pub const MAX_ITEMS: u64 = 1 << 53;
 /// let zipf = Zipfian::new(1_000, YCSB_THETA)?;
 /// let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
 /// let hits = (0..10_000).filter(|_| zipf.sample(&mut rng) == 0).count();
-/// assert!((1_200..1_500).contains(&hits)); // rank 0 has probability 1 / ζ(1000, 0.99) ≈ 13.4 %
+/// assert!((1_200..1_500).contains(&hits)); // rank 0 has probability 1 / ζ(1000, 0.99) ≈ 12.9 %
 /// # Ok::<(), workload::Error>(())
 /// ```
 #[derive(Debug, Clone)]

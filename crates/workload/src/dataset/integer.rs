@@ -57,7 +57,8 @@ pub fn linear(n: usize, seed: u64) -> Result<Vec<u64>> {
 }
 
 /// `n` keys of XIndex's `normal` set: draws from Normal(μ = 0, σ = 1) scaled linearly to
-/// `[0, 1e12]`, see [`lognormal`] for the scaling. At most [`MAX_SCALED_KEYS`].
+/// `[0, 1e12]`, see [`lognormal`] for the scaling (which depends on `n`). At most
+/// [`MAX_SCALED_KEYS`].
 pub fn normal(n: usize, seed: u64) -> Result<Vec<u64>> {
     scaled(n, seed, seed::stream::NORMAL, StandardNormal, "normal")
 }
@@ -68,7 +69,10 @@ pub fn normal(n: usize, seed: u64) -> Result<Vec<u64>> {
 /// The keys are `n` random draws, not quantiles. The smallest and largest draw map to `0` and
 /// `1e12` (two passes over the same seeded stream find them without storing the draws as
 /// floats); each draw is rounded to an integer, and a draw that lands on an integer already taken
-/// moves to the next free one (towards `1e12`; back from `1e12` at the very top).
+/// moves to the next free one (towards `1e12`; back from `1e12` at the very top). The shape
+/// therefore depends on `n`: the extremes spread as `n` grows, so the dense core takes a smaller
+/// part of `[0, 1e12]` (lognormal's median key is about 1.4·10^8 for 10^6 keys and 4·10^7 for
+/// 4·10^6, with seed 1), and a smaller set is not a sample of a larger one.
 ///
 /// Collisions are negligible for `normal`, but lognormal's dense core saturates: from about
 /// 10^7 keys on, every integer near the mode is drawn several times, so the core becomes a run of

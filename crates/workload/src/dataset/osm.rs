@@ -9,10 +9,13 @@
 //!
 //! The real set has 144,327 distinct cells (some places share coordinates). Larger sets are
 //! scaled by **jittering around real cells**: each extra key takes a real cell chosen uniformly
-//! at random and replaces its low `2b` bits by random bits, with `b` uniform in `4..=12` — a
-//! random point of the Hilbert block of `2^b × 2^b` grid cells (1 m to 4 km wide) that holds the
-//! real place. The result keeps the real set's large-scale shape and adds clusters at every
-//! scale below it, as real OpenStreetMap nodes do around settlements.
+//! at random and replaces its low `2b` bits by random bits, with `b` uniform in `7..=19` — a
+//! random point of the Hilbert block of `2^b × 2^b` grid cells that holds the real place. A cell
+//! spans 40,075 km / 2^32 ≈ 9.33 mm of longitude at the equator (less by the cosine of the
+//! latitude) and 20,004 km / 2^32 ≈ 4.66 mm of latitude, so the blocks range from 2^7 cells ≈
+//! 1.2 m × 0.6 m to 2^19 cells ≈ 4.9 km × 2.4 km. The result keeps the real set's large-scale
+//! shape and adds clusters at every scale from a building to a town, as real OpenStreetMap nodes
+//! do around settlements.
 
 use rand::{Rng, RngExt};
 
@@ -31,6 +34,10 @@ pub const MAX_KEYS: usize = 1 << 36;
 
 /// The grid's bits per axis.
 const AXIS_BITS: u32 = 32;
+
+/// The side of a jitter block is `2^b` cells for `b` uniform in this range (see the module
+/// comment: about 1.2 m to 4.9 km east–west at the equator).
+const JITTER_LEVELS: std::ops::RangeInclusive<u32> = 7..=19;
 
 /// The index of cell `(x, y)` along the Hilbert curve that fills a `2^bits × 2^bits` grid
 /// (`bits` ≤ 32, `x` and `y` below `2^bits`).
@@ -125,11 +132,11 @@ fn resize(real: Vec<u64>, count: Option<usize>, seed: u64) -> Result<Vec<u64>> {
     Ok(unique_sorted(real, n, || jitter(&anchors, &mut rng)))
 }
 
-/// A random cell in the Hilbert block of `4^b` cells, `b` uniform in `4..=12`, around a random
-/// real cell.
+/// A random cell in the Hilbert block of `4^b` cells, `b` uniform in [`JITTER_LEVELS`], around a
+/// random real cell.
 fn jitter(anchors: &[u64], rng: &mut impl Rng) -> u64 {
     let anchor = anchors[rng.random_range(0..anchors.len())];
-    let bits = 2 * rng.random_range(4..=12u32);
+    let bits = 2 * rng.random_range(JITTER_LEVELS);
     let low = (1u64 << bits) - 1;
     (anchor & !low) | (rng.next_u64() & low)
 }
@@ -231,8 +238,9 @@ mod tests {
             .filter(|cell| scaled.binary_search(cell).is_ok())
             .count();
         assert_eq!(kept, real.len(), "a scaled set keeps every real cell");
-        // Every jittered key lies in the 2^24-cell Hilbert block of a real cell.
-        let block = (1u64 << 24) - 1;
+        // Every jittered key lies in the Hilbert block of the largest jitter level around a
+        // real cell.
+        let block = (1u64 << (2 * JITTER_LEVELS.end())) - 1;
         for key in &scaled {
             let first = real.partition_point(|&cell| cell < key & !block);
             assert!(
@@ -241,6 +249,45 @@ mod tests {
             );
         }
         assert!(resize(real.clone(), Some(MAX_KEYS + 1), 1).is_err());
+    }
+
+    #[test]
+    fn jitter_blocks_span_a_metre_to_a_few_kilometres() {
+        // One grid cell at the equator, east–west and north–south, in metres.
+        let cell = (
+            40_075_016.686 / 2f64.powi(32),
+            20_003_931.459 / 2f64.powi(32),
+        );
+        let side = |level: u32| f64::from(1u32 << level);
+        let smallest = side(*JITTER_LEVELS.start());
+        let largest = side(*JITTER_LEVELS.end());
+        assert!(
+            (1.1..1.3).contains(&(smallest * cell.0)),
+            "{}",
+            smallest * cell.0
+        );
+        assert!((0.5..0.7).contains(&(smallest * cell.1)));
+        assert!((4_800.0..5_000.0).contains(&(largest * cell.0)));
+        assert!((2_300.0..2_500.0).contains(&(largest * cell.1)));
+        // The level of a jittered key: the side of the smallest aligned block holding it and its
+        // anchor. Random low bits reach the block's top bit pair 3 times in 4, so every level of
+        // the range shows up and none above it.
+        let anchor = 0x5555_5555_5555_5555u64;
+        let mut rng = seed::rng(1, 0);
+        let mut seen = [0u32; 33];
+        for _ in 0..10_000 {
+            let differing = 64 - (jitter(&[anchor], &mut rng) ^ anchor).leading_zeros();
+            seen[differing.div_ceil(2) as usize] += 1;
+        }
+        for level in JITTER_LEVELS {
+            assert!(seen[level as usize] > 0, "level {level} missing: {seen:?}");
+        }
+        assert!(
+            seen[*JITTER_LEVELS.end() as usize + 1..]
+                .iter()
+                .all(|&n| n == 0),
+            "{seen:?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! String key sets: XIndex §6.2's random byte strings (`R{L}`) and a stand-in for its Memetracker
-//! quote URLs (long shared prefixes, about 62 bytes on average, at most 128), HydraList's e-mail
-//! addresses (user names and domains), and the real SCOWL word list.
+//! quote URLs (long shared prefixes, about 62 bytes on average, at most 128), HydraList §6.1.2's
+//! e-mail addresses (domain first, about 20 bytes on average, at most 32), and the real SCOWL word
+//! list.
 //!
 //! Every set is returned sorted (bytewise) and unique, exactly as many keys as requested, the same
 //! for the same seed on every platform.
@@ -18,6 +19,9 @@ const WORDS: &str = include_str!("../../../../datasets/words-american-insane.txt
 
 /// The longest URL-like key (XIndex's quote set: at most 128 bytes).
 pub const MAX_URL_LEN: usize = 128;
+
+/// The longest e-mail key (HydraList §6.1.2: at most 32 bytes).
+pub const MAX_EMAIL_LEN: usize = 32;
 
 /// `n` random byte strings of `len` bytes each, every byte uniform in `0..=255` (XIndex's
 /// `R{len}`, e.g. R128). More keys than `256^len` is [`Error::InvalidParameter`].
@@ -70,34 +74,53 @@ const TLDS: [&str; 10] = [
 /// Separators between a user's first and last name.
 const SEPARATORS: [&str; 4] = [".", "_", "", "-"];
 
-/// `n` e-mail-like addresses (HydraList's e-mail set): `first{sep}last{digits}@domain`, with
-/// pronounceable random names, a number on half of them, and 70 % of the domains from a dozen
-/// webmail providers (long shared suffixes, many shared prefixes) and the rest random
-/// organisations under common top-level domains.
+/// `n` e-mail-like keys in the form of HydraList's e-mail set (§6.1.2: 89M real addresses,
+/// 20 bytes on average, at most 32, user name and domain swapped as tries prefer, `abc@xyz.com` →
+/// `xyz.com@abc`): `domain@first{sep}last{digits}`, at most [`MAX_EMAIL_LEN`] bytes (longer draws
+/// are redrawn) and about 20 on average. The domain is one of a dozen webmail providers for 70 %
+/// of the keys (long shared prefixes) and a random organisation under a common top-level domain
+/// for the rest; the user is one or two pronounceable random names, with a number on 40 % of
+/// them. Only the swap is applied: the paper does not reverse the domain's dotted parts (its
+/// authors' generator script does, see `digests/hydralist.md`).
 ///
 /// ```
 /// let keys = workload::dataset::string::emails(100, 1);
+/// assert!(keys.iter().all(|k| k.len() <= workload::dataset::string::MAX_EMAIL_LEN));
 /// assert!(keys.iter().all(|k| k.iter().filter(|&&b| b == b'@').count() == 1));
 /// ```
 pub fn emails(n: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = seed::rng(seed, seed::stream::EMAIL);
     unique_sorted(Vec::new(), n, || {
-        let mut key = pseudo_word(&mut rng, 1, 3);
-        key.push_str(SEPARATORS[rng.random_range(0..SEPARATORS.len())]);
-        key.push_str(&pseudo_word(&mut rng, 1, 4));
-        if rng.random_bool(0.5) {
-            key.push_str(&rng.random_range(1..10_000u32).to_string());
+        loop {
+            let key = email(&mut rng);
+            if key.len() <= MAX_EMAIL_LEN {
+                return key.into_bytes();
+            }
         }
-        key.push('@');
-        if rng.random_bool(0.7) {
-            key.push_str(COMMON_DOMAINS[rng.random_range(0..COMMON_DOMAINS.len())]);
-        } else {
-            key.push_str(&pseudo_word(&mut rng, 2, 4));
-            key.push('.');
-            key.push_str(TLDS[rng.random_range(0..TLDS.len())]);
-        }
-        key.into_bytes()
     })
+}
+
+/// One `domain@user` key of [`emails`], of any length.
+fn email(rng: &mut impl Rng) -> String {
+    let mut key = if rng.random_bool(0.7) {
+        COMMON_DOMAINS[rng.random_range(0..COMMON_DOMAINS.len())].to_owned()
+    } else {
+        format!(
+            "{}.{}",
+            pseudo_word(rng, 2, 4),
+            TLDS[rng.random_range(0..TLDS.len())]
+        )
+    };
+    key.push('@');
+    key.push_str(&pseudo_word(rng, 1, 3));
+    if rng.random_bool(0.6) {
+        key.push_str(SEPARATORS[rng.random_range(0..SEPARATORS.len())]);
+        key.push_str(&pseudo_word(rng, 1, 3));
+    }
+    if rng.random_bool(0.4) {
+        key.push_str(&rng.random_range(1..1_000u32).to_string());
+    }
+    key
 }
 
 /// News sites of the URL-like set: every key starts with one of these.
@@ -261,6 +284,33 @@ mod tests {
         let mean = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len() as f64;
         assert!((50.0..75.0).contains(&mean), "mean length {mean}");
         assert!(keys.iter().all(|k| k.len() <= MAX_URL_LEN));
+    }
+
+    #[test]
+    fn emails_look_like_hydralists_set() {
+        let keys = emails(10_000, 5);
+        let mean = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len() as f64;
+        assert!((19.0..21.0).contains(&mean), "mean length {mean}");
+        assert!(keys.iter().all(|k| k.len() <= MAX_EMAIL_LEN));
+        assert!(
+            keys.iter().any(|k| k.len() == MAX_EMAIL_LEN),
+            "the cap is reached"
+        );
+        // Domain first: the part before the `@` ends with a top-level domain.
+        let tlds: Vec<&str> = COMMON_DOMAINS
+            .iter()
+            .chain(&TLDS)
+            .map(|domain| &domain[domain.rfind('.').map_or(0, |dot| dot + 1)..])
+            .collect();
+        for key in &keys {
+            let text = std::str::from_utf8(key).expect("ASCII");
+            let (domain, user) = text.split_once('@').expect("one `@`");
+            assert!(
+                tlds.iter().any(|tld| domain.ends_with(&format!(".{tld}"))),
+                "{text}"
+            );
+            assert!(!user.is_empty() && !user.contains('@'), "{text}");
+        }
     }
 
     #[test]
