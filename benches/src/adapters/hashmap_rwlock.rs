@@ -1,7 +1,7 @@
 //! `hashmap-rwlock`: `parking_lot::RwLock<std::collections::HashMap<u64, u64>>`, the hash-map
 //! baseline any user has at hand; a resize rehashes the whole table under the write lock (the
-//! blocking resize of XIndex-H Fig. 26's LH+Block, in its plainest form). Default hasher
-//! (`RandomState`).
+//! blocking resize of XIndex-H Fig. 26's LH+Block, in its plainest form). Hasher `rustc-hash`'s
+//! `FxBuildHasher` (`dashmap` module).
 //!
 //! Reads take the read lock, writes the write lock; the bulk load reserves the capacity and
 //! inserts under one write lock. Hash maps cannot scan: `scan` returns 0.
@@ -9,18 +9,19 @@
 use std::collections::HashMap;
 
 use parking_lot::RwLock;
+use rustc_hash::FxBuildHasher;
 use workload::IndexAdapter;
 
 /// A `HashMap` behind a reader-writer lock, as an adapter.
 pub struct HashMapRwLock {
-    map: RwLock<HashMap<u64, u64>>,
+    map: RwLock<HashMap<u64, u64, FxBuildHasher>>,
 }
 
 impl HashMapRwLock {
     /// An empty map.
     pub fn new() -> Self {
         Self {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(HashMap::with_hasher(FxBuildHasher)),
         }
     }
 }

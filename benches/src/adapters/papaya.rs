@@ -1,25 +1,26 @@
 //! `papaya`: papaya 0.2.5, a lock-free open-addressing hash map with `seize` reclamation and
 //! incremental resizing by default (writers copy a few entries each) — peers.md's best read-heavy
-//! map, with the largest resize stall at 2 threads on 2 cores (XIndex-H Figs. 25–27's
-//! comparison). Default hasher (`RandomState`) and resize mode.
+//! map, with the largest resize stall at 2 threads on 2 cores (XIndex-H Figs. 25–27's comparison).
+//! Default resize mode; hasher `rustc-hash`'s `FxBuildHasher` (`dashmap` module).
 //!
 //! Every call pins a guard (`HashMap::pin`), as a user would per operation. Updates and
 //! read-modify-writes are one atomic `update`. The bulk load reserves the capacity, then inserts
 //! one by one. Hash maps cannot scan: `scan` returns 0.
 
 use papaya::HashMap;
+use rustc_hash::FxBuildHasher;
 use workload::IndexAdapter;
 
 /// `papaya::HashMap<u64, u64>` as an adapter.
 pub struct Papaya {
-    map: HashMap<u64, u64>,
+    map: HashMap<u64, u64, FxBuildHasher>,
 }
 
 impl Papaya {
     /// An empty map.
     pub fn new() -> Self {
         Self {
-            map: HashMap::new(),
+            map: HashMap::with_hasher(FxBuildHasher),
         }
     }
 }

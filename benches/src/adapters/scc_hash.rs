@@ -1,25 +1,28 @@
 //! `scc-hash`: `scc::HashMap` 3.8.8: buckets of 32 entries with per-bucket locks, resized
 //! incrementally and without blocking (a new bucket array is pushed and entries migrate on later
-//! accesses) — the same promise as XIndex-H's non-blocking resize (XIndex-H Figs. 25–27).
-//! Default hasher (`RandomState`).
+//! accesses) — the same promise as XIndex-H's non-blocking resize (XIndex-H Figs. 25–27). Hasher:
+//! `rustc-hash`'s `FxBuildHasher`, like every hash peer here: a fast unkeyed hash, the class of
+//! XIndex-H's own (`mix64`), so the comparison is of the maps, not of SipHash against a multiply
+//! (`dashmap` module).
 //!
 //! Reads go through `read_sync` (shared bucket lock), inserts through `upsert_sync` (returns the
 //! old value), updates and read-modify-writes through `update_sync` (one bucket write lock). The
 //! bulk load inserts one by one. Hash maps cannot scan: `scan` returns 0.
 
+use rustc_hash::FxBuildHasher;
 use scc::HashMap;
 use workload::IndexAdapter;
 
 /// `scc::HashMap<u64, u64>` as an adapter.
 pub struct SccHash {
-    map: HashMap<u64, u64>,
+    map: HashMap<u64, u64, FxBuildHasher>,
 }
 
 impl SccHash {
     /// An empty map.
     pub fn new() -> Self {
         Self {
-            map: HashMap::new(),
+            map: HashMap::with_hasher(FxBuildHasher),
         }
     }
 }

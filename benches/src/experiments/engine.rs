@@ -4,22 +4,24 @@
 //! `HashMap` and `BTreeMap` in memory, is the limit of the same loops (DESIGN.md, Benchmarks):
 //! not a peer, so not in the targets.
 //!
-//! Each run of each store is one pipeline in a fresh directory under `target/repro/engine-tmp/`,
-//! in redb's order: bulk load of every record (random order), [`DURABLE_WRITES`] individual
-//! durable writes, [`BATCHES`] durable batches of [`BATCH_LEN`] writes (new keys each), random
-//! gets of loaded keys (`--keys` of them per thread count, split over the threads), the same
-//! gets [`GET_MANY_BATCH`] keys per call (`get-many`: learnkv's batched read, the others'
-//! loops; not in redb's benchmark), range reads
-//! of [`RANGE_LEN`] pairs from random loaded keys (`--keys / 2`), the same read downward
+//! Each run of each store is one pipeline in a fresh directory under `target/repro/engine-tmp/`, in
+//! redb's order: bulk load of every record (random order), [`DURABLE_WRITES`] individual durable
+//! writes, [`BATCHES`] durable batches of [`BATCH_LEN`] writes (new keys each), random gets of
+//! loaded keys (`--keys` of them per thread count, split over the threads, after one untimed get of
+//! every loaded key that warms every store's caches alike), the same gets [`GET_MANY_BATCH`] keys
+//! per call (`get-many`: learnkv's batched read, the others' loops; not in redb's benchmark), range
+//! reads of [`RANGE_LEN`] pairs from random loaded keys (`--keys / 2`), the same read downward
 //! (`range-rev`, not in redb's benchmark), and removals of half the loaded keys in one batch or
-//! transaction. Sizes on disk (allocated blocks) after the load and after
-//! the removals go into the notes. The whole loop of a workload is timed, as redb's benchmark
+//! transaction. Sizes on disk (allocated blocks) after the load and after the removals go into the
+//! notes. Between the load and the other workloads, untimed, each store does what it would
+//! otherwise do during them (`KvStore::after_load`: learnkv checkpoints and reopens, fjall waits
+//! for its flushes and compactions). The whole loop of a workload is timed, as redb's benchmark
 //! does; only durable writes and batches, slow enough for a clock read not to matter, are also
 //! timed one by one (the latency columns; zero elsewhere). A store's runs follow each other, and
 //! the stores go in `STORES` order with sled last: a store's leftovers outlive its handle (sled
 //! 0.34 keeps its I/O threads and gigabytes of cache after the drop), and with runs interleaved
-//! over the stores they slowed every store of the next round (learnkv's removals 6×, its
-//! batches up to 10×). Each store module (`crate::stores`) says which calls it makes.
+//! over the stores they slowed every store of the next round (learnkv's removals 6×, its batches up
+//! to 10×). Each store module (`crate::stores`) says which calls it makes.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -344,6 +346,16 @@ fn workloads(
         ));
     }
 
+    let reads = [
+        KvWorkload::Get,
+        KvWorkload::GetMany,
+        KvWorkload::Range,
+        KvWorkload::RangeRev,
+    ];
+    if reads.into_iter().any(wants) {
+        warm_up(store, plan)?;
+    }
+
     for (workload, batch) in [(KvWorkload::Get, 1), (KvWorkload::GetMany, GET_MANY_BATCH)] {
         if wants(workload) {
             for &threads in plan.threads {
@@ -431,6 +443,20 @@ fn timed_threads<T: Send>(
             results.into_iter().map(|(result, ..)| result).collect(),
         ))
     })
+}
+
+/// Untimed, before the first timed read: one get of every loaded record, in order, on one
+/// thread, so that no store's first timed pass pays for a cold cache, unmapped pages or pages
+/// its writes left to the page cache that the next pass finds warm.
+fn warm_up(store: &dyn KvStore, plan: &Plan<'_>) -> Result<(), String> {
+    let mut reader = store.reader()?;
+    for i in 0..plan.loaded {
+        let (key, value) = plan.records.derived(i);
+        if !reader.get(&key, &value)? {
+            return Err(format!("record {i} did not read back before the gets"));
+        }
+    }
+    Ok(())
 }
 
 /// Random gets of loaded keys, each value compared with the one loaded.

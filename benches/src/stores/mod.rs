@@ -49,7 +49,9 @@ pub trait KvStore: Sync {
     /// Writes every pair (fresh keys, in the given order), durable when this returns.
     fn bulk_load(&mut self, pairs: &[Pair<'_>]) -> StoreResult<()>;
 
-    /// Untimed work between the bulk load and the other workloads; notes on it. None by default.
+    /// Untimed work between the bulk load and the other workloads, which the store would
+    /// otherwise do during them (learnkv's checkpoint, fjall's flushes and compactions); notes
+    /// on it. None by default.
     fn after_load(&mut self) -> StoreResult<Notes> {
         Ok(Notes::new())
     }
