@@ -228,6 +228,44 @@ fn pregenerated_runs_execute_the_same_operations() {
     assert!(runner::run(&timed, &index, |t| workload.generator(&space, t, 1, 5)).is_err());
 }
 
+/// Throughput counts the time the index spent on the operations, not the time the stream took to
+/// draw them: a stream that spends 20 µs on each operation it generates leaves the wall-clock
+/// rate far below the reported one, while a pregenerated stream reports the same either way.
+#[test]
+fn throughput_leaves_out_the_streams_own_time() {
+    let space = space(20_000, 20_000);
+    let workload = Workload::ycsb(Ycsb::C);
+    for pregenerate in [false, true] {
+        let index = Toy::default();
+        runner::bulk_load(&index, &space);
+        let config = hidden(2, Stop::Ops(2_000)).with_pregenerate(pregenerate);
+        let result = runner::run(&config, &index, |t| {
+            let ops = workload.generator(&space, t, 2, 3)?;
+            Ok(ops.inspect(|_| {
+                let drawn = std::time::Instant::now();
+                while drawn.elapsed() < Duration::from_micros(20) {
+                    std::hint::spin_loop();
+                }
+            }))
+        })
+        .expect("valid run");
+        let wall_mops = result.ops as f64 / result.seconds / 1e6;
+        if pregenerate {
+            assert!(
+                result.mops < 3.0 * wall_mops,
+                "{} against {wall_mops}",
+                result.mops
+            );
+        } else {
+            assert!(
+                result.mops > 10.0 * wall_mops,
+                "{} against {wall_mops}",
+                result.mops
+            );
+        }
+    }
+}
+
 #[test]
 fn duration_runs_stop_on_time_and_fill_the_timeline() {
     let space = space(20_000, 20_000);
