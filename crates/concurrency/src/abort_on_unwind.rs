@@ -11,24 +11,32 @@
 //! standard error so that the test harness's capture cannot swallow it; the panic's own
 //! message is in the captured output the abort discards (rerun with `--nocapture`).
 
-/// Aborts the process if it is dropped while its thread unwinds from a panic.
+/// Aborts the process if it is dropped while its thread unwinds from a panic raised since it
+/// was created. A guard created in a destructor that runs during an unwind (an index dropped
+/// while its owner's panic unwinds) does not abort when its scope completes (a panic in that
+/// scope aborts anyway: it is a panic during a panic).
 #[must_use = "the guard covers the scope it lives in"]
 #[derive(Debug)]
 pub struct AbortOnUnwind {
     /// What is under way, for the message printed before the abort.
     what: &'static str,
+    /// Whether the thread was already unwinding when the guard was created.
+    unwinding_before: bool,
 }
 
 impl AbortOnUnwind {
     /// Covers the rest of the caller's scope, naming the change under way (`"a compaction"`).
     pub fn new(what: &'static str) -> Self {
-        Self { what }
+        Self {
+            what,
+            unwinding_before: std::thread::panicking(),
+        }
     }
 }
 
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() && !self.unwinding_before {
             let message = format!(
                 "learnkv: a panic in the middle of {} would leave the index unusable; aborting \
                  (under `cargo test`, `--nocapture` shows the panic)\n",
@@ -50,11 +58,22 @@ mod tests {
 
     const CHILD: &str = "LEARNKV_ABORT_ON_UNWIND_CHILD";
 
-    #[test]
-    fn a_panic_under_the_guard_aborts_and_one_after_it_unwinds() {
-        if let Ok(case) = std::env::var(CHILD) {
+    /// A destructor that runs a whole change under a guard.
+    struct ChangeInADestructor;
+
+    impl Drop for ChangeInADestructor {
+        fn drop(&mut self) {
             let guard = AbortOnUnwind::new("a test's change");
-            if case == "after" {
+            drop(guard);
+        }
+    }
+
+    #[test]
+    fn only_a_panic_under_the_guard_aborts() {
+        if let Ok(case) = std::env::var(CHILD) {
+            let _change = (case == "unwinding").then_some(ChangeInADestructor);
+            let guard = AbortOnUnwind::new("a test's change");
+            if case != "under" {
                 drop(guard);
             }
             panic!("an injected panic");
@@ -63,7 +82,7 @@ mod tests {
             Command::new(std::env::current_exe().expect("the test binary"))
                 .args([
                     "--exact",
-                    "abort_on_unwind::tests::a_panic_under_the_guard_aborts_and_one_after_it_unwinds",
+                    "abort_on_unwind::tests::only_a_panic_under_the_guard_aborts",
                 ])
                 .env(CHILD, case)
                 .output()
@@ -74,8 +93,12 @@ mod tests {
         // The harness captures the child's output, but not the guard's message.
         let stderr = String::from_utf8_lossy(&under.stderr);
         assert!(stderr.contains("middle of a test's change"), "{stderr}");
-        let after = run("after");
-        assert_eq!(after.status.signal(), None, "{after:?}");
-        assert!(!after.status.success(), "the panic fails the child's test");
+        // After the guard's scope, and in a change that completes in a destructor run by the
+        // unwind, the panic unwinds and fails the child's test.
+        for case in ["after", "unwinding"] {
+            let child = run(case);
+            assert_eq!(child.status.signal(), None, "{case}: {child:?}");
+            assert!(!child.status.success(), "{case}: {child:?}");
+        }
     }
 }

@@ -60,7 +60,8 @@
 //!
 //! A participant that calls `synchronize` while online is treated as quiescent for its own call
 //! (as liburcu-qsbr does): it goes offline for the wait and comes back online after, so it never
-//! waits on itself; references it obtained before the call must not be used after it.
+//! waits on itself; references it obtained before the call must not be used after it. Like a
+//! quiescent point, that is refused inside nested online sections.
 //!
 //! # Thread-local participants
 //!
@@ -171,7 +172,7 @@ impl Domain {
 ///
 /// // An operation is online for its duration; a retry loop announces quiescent points.
 /// {
-///     let online = domain.enter();
+///     let mut online = domain.enter();
 ///     // SAFETY: the pointee is freed only after a grace period, and this thread is online.
 ///     let value = unsafe { *current.load(Ordering::Acquire) };
 ///     assert_eq!(value, 1);
@@ -227,6 +228,10 @@ impl GracePeriod {
     /// is a quiescent point for it (it goes offline for the wait). A thread that is online
     /// through an explicit [`Participant`] must call [`Participant::synchronize`] instead, or
     /// it waits for itself forever.
+    ///
+    /// # Panics
+    ///
+    /// Inside nested online sections of the calling thread, as [`OnlineGuard::quiescent`] does.
     pub fn synchronize(&self) {
         let cached = LOCAL_PARTICIPANTS
             .try_with(|cache| {
@@ -305,7 +310,29 @@ thread_local! {
         clippy::missing_const_for_thread_local,
         reason = "loom's thread_local! has no const initialiser, and both builds share this line"
     )]
-    static LOCAL_PARTICIPANTS: RefCell<Vec<Rc<Participant>>> = RefCell::new(Vec::new());
+    static LOCAL_PARTICIPANTS: LocalParticipants = LocalParticipants(RefCell::new(Vec::new()));
+}
+
+/// The thread-local cache of participants.
+struct LocalParticipants(RefCell<Vec<Rc<Participant>>>);
+
+impl std::ops::Deref for LocalParticipants {
+    type Target = RefCell<Vec<Rc<Participant>>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for LocalParticipants {
+    fn drop(&mut self) {
+        // When a loom model fails, loom drops the execution's thread-locals outside the model
+        // while the panic unwinds; dropping a participant there (its loom `Arc`s) panics
+        // again, which aborts the whole test binary instead of failing the model's test.
+        if cfg!(loom) && std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
 }
 
 /// One thread's membership in a [`GracePeriod`] domain.
@@ -349,13 +376,12 @@ impl Participant {
         }
     }
 
-    /// Announces a quiescent point: this thread holds no reference obtained in this domain
-    /// before the call. A retry loop calls it each iteration. No effect while offline.
+    /// Announces a quiescent point (see [`OnlineGuard::quiescent`]). No effect while offline.
     ///
     /// # Panics
     ///
     /// Inside nested online sections: it would end the outer ones' protection too.
-    pub fn quiescent(&self) {
+    fn quiescent(&self) {
         if self.depth.get() == 0 {
             return;
         }
@@ -380,7 +406,15 @@ impl Participant {
     /// Waits for a grace period (see [`GracePeriod::synchronize`]). If this participant is
     /// online, the call is a quiescent point for it: it goes offline for the wait and comes back
     /// online afterwards, so it never waits for itself.
+    ///
+    /// # Panics
+    ///
+    /// Inside nested online sections, as [`OnlineGuard::quiescent`] does.
     pub fn synchronize(&self) {
+        assert!(
+            self.depth.get() <= 1,
+            "a synchronize inside a nested online section"
+        );
         let online = self.is_online();
         if online {
             self.slot.state.store(OFFLINE, Ordering::Release);
@@ -457,8 +491,32 @@ impl OnlineGuard<'_> {
         }
     }
 
-    /// Announces a quiescent point (see [`Participant::quiescent`]).
-    pub fn quiescent(&self) {
+    /// Announces a quiescent point: this thread holds no reference obtained in this domain
+    /// before the call. A retry loop calls it each iteration.
+    ///
+    /// It takes `&mut self`, so a reference borrowed from the guard (a lookup that returns
+    /// `&'a T` for an `&'a OnlineGuard`) cannot be used after it:
+    ///
+    /// ```compile_fail,E0502
+    /// use concurrency::{GracePeriod, OnlineGuard};
+    ///
+    /// /// What an operation reached while online: valid as long as the guard's borrow.
+    /// fn reach<'a>(_online: &'a OnlineGuard<'_>, object: &'a u64) -> &'a u64 {
+    ///     object
+    /// }
+    ///
+    /// let domain = GracePeriod::new();
+    /// let object = 1;
+    /// let mut online = domain.enter();
+    /// let reached = reach(&online, &object);
+    /// online.quiescent();
+    /// assert_eq!(*reached, 1);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Inside nested online sections: it would end the outer ones' protection too.
+    pub fn quiescent(&mut self) {
         self.participant().quiescent();
     }
 }
@@ -491,6 +549,25 @@ mod tests {
         participant.enter().quiescent();
     }
 
+    #[test]
+    #[should_panic(expected = "a synchronize inside a nested online section")]
+    fn a_synchronize_inside_a_nested_section_is_refused() {
+        let domain = GracePeriod::new();
+        let participant = domain.register();
+        let _outer = participant.enter();
+        let _inner = participant.enter();
+        participant.synchronize();
+    }
+
+    #[test]
+    #[should_panic(expected = "a synchronize inside a nested online section")]
+    fn a_thread_local_synchronize_inside_a_nested_section_is_refused() {
+        let domain = GracePeriod::new();
+        let _outer = domain.enter();
+        let _inner = domain.enter();
+        domain.synchronize();
+    }
+
     fn cached_domains() -> usize {
         LOCAL_PARTICIPANTS.with(|c| c.borrow().len())
     }
@@ -514,7 +591,7 @@ mod tests {
             OFFLINE,
             "offline stays offline"
         );
-        let outer = p.enter();
+        let mut outer = p.enter();
         assert_eq!(p.slot.state.load(Ordering::Relaxed), 1);
         drop(p.enter());
         assert!(p.is_online(), "the outer guard still holds it online");

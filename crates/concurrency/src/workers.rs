@@ -32,6 +32,11 @@ use crate::sync::atomic::{AtomicBool, Ordering, fence};
 pub const MAX_THREADS: usize = 256;
 
 /// Named threads running one task periodically; dropping the value stops and joins them.
+///
+/// The drop joins every thread, then panics if any of them panicked (unless the dropping thread
+/// is already unwinding). Dropped by one of its own tasks (which held the last owner), it joins
+/// the others and leaves that task's thread, which cannot join itself, to stop on its own once
+/// the task returns.
 #[derive(Debug)]
 pub struct Workers {
     /// One per thread: how it is told to stop.
@@ -71,7 +76,8 @@ impl Workers {
     ///
     /// # Panics
     ///
-    /// If `demand` already serves another `Workers` (its threads' signals are its own).
+    /// If `demand` already serves another `Workers` (its threads' signals are its own). A
+    /// start that failed (an error, or a panic) leaves `demand` free to serve another.
     pub fn on_demand(
         name: &str,
         demand: &Arc<Demand>,
@@ -85,6 +91,7 @@ impl Workers {
                 .swap(true, std::sync::atomic::Ordering::Relaxed),
             "a Demand serves one Workers"
         );
+        let claim = Claim(demand);
         let signals = demand
             .workers
             .iter()
@@ -92,7 +99,7 @@ impl Workers {
             .collect();
         let demand = Arc::clone(demand);
         let wake_from = period.saturating_mul(WAKE_AFTER);
-        Self::spawn(name, signals, move |share, signal| {
+        let workers = Self::spawn(name, signals, move |share, signal| {
             let part = share.part();
             let mut pause = period;
             while signal.sleep(pause) {
@@ -110,7 +117,9 @@ impl Workers {
                     pause = period;
                 }
             }
-        })
+        })?;
+        claim.keep();
+        Ok(workers)
     }
 
     /// Spawns one thread per signal, thread `i` running `body` with share `i` and its signal.
@@ -143,11 +152,19 @@ impl Drop for Workers {
         for signal in self.signals.drain(..) {
             signal.wake(|state| state.stop = true);
         }
+        let me = thread::current().id();
+        let mut panicked = Vec::new();
         for thread in self.threads.drain(..) {
-            let name = thread.thread().name().unwrap_or("worker").to_owned();
-            if thread.join().is_err() && !thread::panicking() {
-                panic!("background thread {name} panicked");
+            if thread.thread().id() == me {
+                continue;
             }
+            let name = thread.thread().name().unwrap_or("worker").to_owned();
+            if thread.join().is_err() {
+                panicked.push(name);
+            }
+        }
+        if !panicked.is_empty() && !thread::panicking() {
+            panic!("background thread(s) {} panicked", panicked.join(", "));
         }
     }
 }
@@ -245,6 +262,33 @@ impl Demand {
         }
         fence(Ordering::SeqCst);
         worker.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// A [`Demand`] taken by a [`Workers`] being started. Dropped before [`keep`](Self::keep) (the
+/// start failed: an error from the system, or a panic), it frees the demand, as new, for
+/// another start.
+struct Claim<'a>(&'a Demand);
+
+impl Claim<'_> {
+    /// The start succeeded: the demand stays taken.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        // The threads already started were stopped and joined; a writer's mark meanwhile only
+        // sets what this sets.
+        for worker in &self.0.workers {
+            worker.pending.store(true, Ordering::Relaxed);
+            worker.idle.store(false, Ordering::Relaxed);
+            *worker.signal.state() = Wake::default();
+        }
+        self.0
+            .served
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -399,6 +443,99 @@ mod tests {
             counting_passes(&demand, Duration::from_millis(1), max_pause, |_| false);
         // The first pass takes the initial demand; the next ones come unmarked.
         wait_for(&runs, 4);
+        drop(workers);
+    }
+
+    /// Waits up to 10 s for `flag`.
+    fn wait_until(flag: &AtomicBool) {
+        let start = Instant::now();
+        while !flag.load(Ordering::SeqCst) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the flag never came"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_panicked_worker_fails_the_drop_only_after_every_thread_is_joined() {
+        let flags: Arc<[AtomicBool; 3]> = Arc::default();
+        let [panicking, in_task, task_done] = [0, 1, 2];
+        let seen = Arc::clone(&flags);
+        let workers = Workers::start("test-panic", 2, Duration::from_millis(1), move |share| {
+            if share.part() == 0 {
+                seen[panicking].store(true, Ordering::SeqCst);
+                panic!("worker 0 fails");
+            }
+            if !seen[in_task].swap(true, Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(200));
+                seen[task_done].store(true, Ordering::SeqCst);
+            }
+        })
+        .expect("threads start");
+        wait_until(&flags[panicking]);
+        wait_until(&flags[in_task]);
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(workers)));
+        let message = *dropped
+            .expect_err("the drop reports the panic")
+            .downcast::<String>()
+            .expect("a formatted message");
+        assert_eq!(message, "background thread(s) test-panic-0 panicked");
+        assert!(
+            flags[task_done].load(Ordering::SeqCst),
+            "the drop returned while the other thread was still in its task"
+        );
+    }
+
+    #[test]
+    fn workers_dropped_by_their_own_task_stop_without_joining_that_thread() {
+        let owner: Arc<Mutex<Option<Workers>>> = Arc::default();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (mine, done) = (Arc::clone(&owner), Arc::clone(&dropped));
+        let workers = Workers::start("test-self", 2, Duration::from_millis(1), move |share| {
+            if share.part() != 0 {
+                return;
+            }
+            let last = mine.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(workers) = last {
+                drop(workers);
+                done.store(true, Ordering::SeqCst);
+            }
+        })
+        .expect("threads start");
+        *owner.lock().expect("no panic") = Some(workers);
+        wait_until(&dropped);
+        // The task holds a clone of `owner` until both threads have ended: the drop joined the
+        // other one, and the dropping one stops once its task returns.
+        let start = Instant::now();
+        while Arc::strong_count(&owner) > 1 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "a thread runs on"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_demand_whose_workers_failed_to_start_serves_the_next() {
+        let demand = Arc::new(Demand::new(1));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let task = move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            false
+        };
+        let period = Duration::from_millis(1);
+        // A thread name with a NUL byte makes the spawn panic.
+        let failed = std::panic::catch_unwind(|| {
+            Workers::on_demand("nul\0name", &demand, period, LONG, |_| false)
+        });
+        assert!(failed.is_err(), "the start failed");
+        let workers =
+            Workers::on_demand("test-retry", &demand, period, LONG, task).expect("threads start");
+        wait_for(&runs, 1);
         drop(workers);
     }
 

@@ -3,45 +3,62 @@
 //! a retry loop that announces quiescence does not deadlock with it, and a participant that
 //! synchronizes while online does not wait for itself.
 //!
-//! The "object" is slot `i` of `alive`; `current` says which slot is published. The writer
-//! unlinks slot 0 by publishing slot 1, synchronizes, then marks slot 0 dead. A reader that found
-//! slot 0 while online must still see it alive.
+//! The objects are the cells of `objects`; `current` says which one is published. The writer
+//! unlinks object 0 by publishing object 1, synchronizes, then frees object 0 (overwrites it
+//! through `with_mut`). The objects are loom cells, not atomics, so loom fails a model whose
+//! free is not ordered after every read of the object by a participant that found it while
+//! online: the barrier's `Release`/`Acquire` pairs are what give that order.
 #![cfg(loom)]
 
-use concurrency::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use concurrency::sync::atomic::{AtomicUsize, Ordering};
+use concurrency::sync::cell::UnsafeCell;
 use concurrency::sync::{Arc, thread};
 use concurrency::{GracePeriod, Participant};
 use test_support::loom_runs;
 
+/// What a live object holds.
+const LIVE: u64 = 7;
+/// What a freed object holds.
+const FREED: u64 = 0xdead;
+
 struct World {
     domain: GracePeriod,
     current: AtomicUsize,
-    alive: [AtomicBool; 2],
+    objects: [UnsafeCell<u64>; 2],
 }
+
+// SAFETY: an object is written once, when freed, after a grace period that began after it was
+// unlinked; every read happens while online, on the object found published. That the two never
+// meet unordered is what the models check (loom fails them otherwise).
+unsafe impl Sync for World {}
 
 impl World {
     fn new() -> Arc<Self> {
         Arc::new(Self {
             domain: GracePeriod::new(),
             current: AtomicUsize::new(0),
-            alive: [AtomicBool::new(true), AtomicBool::new(true)],
+            objects: [UnsafeCell::new(LIVE), UnsafeCell::new(LIVE)],
         })
     }
 
     /// A read inside an operation: find the published object, then use it.
     fn read(&self) {
         let slot = self.current.load(Ordering::Acquire);
-        assert!(
-            self.alive[slot].load(Ordering::Relaxed),
+        // SAFETY: the caller is online, so the object is freed only after this read (checked).
+        let value = self.objects[slot].with(|object| unsafe { *object });
+        assert_eq!(
+            value, LIVE,
             "an online reader used an object retired before a completed synchronize"
         );
     }
 
-    /// Unlink object 0, wait for a grace period, retire it.
+    /// Unlink object 0, wait for a grace period, free it.
     fn retire_with(&self, synchronize: impl FnOnce()) {
         self.current.store(1, Ordering::Release);
         synchronize();
-        self.alive[0].store(false, Ordering::Relaxed);
+        // SAFETY: object 0 was unlinked before the grace period, so no reader still uses it
+        // (checked).
+        self.objects[0].with_mut(|object| unsafe { *object = FREED });
     }
 }
 
@@ -77,7 +94,7 @@ fn retry_loop_announcing_quiescence_stays_safe_and_live() {
         // The reader is this thread, online before the synchronizer exists: the interleavings
         // that matter need one preemption less than with a spawned reader.
         let participant = world.domain.register();
-        let online = participant.enter();
+        let mut online = participant.enter();
         let writer = {
             let world = Arc::clone(&world);
             loom_runs::spawn(move || world.retire_with(|| world.domain.synchronize()))
@@ -98,7 +115,7 @@ fn spinning_reader_waiting_for_the_synchronizer_does_not_deadlock() {
         // XIndex: a put that finds the buffer frozen retries, quiescing, until compaction
         // publishes `tmp_buf`, which happens only after barrier B1 returns.
         let reader = spawn_reader(&world, world.domain.register(), |world, participant| {
-            let online = participant.enter();
+            let mut online = participant.enter();
             while world.current.load(Ordering::Acquire) == 0 {
                 online.quiescent();
                 thread::yield_now();
@@ -197,7 +214,7 @@ fn two_readers_and_a_synchronizer() {
         let cached = {
             let world = Arc::clone(&world);
             loom_runs::spawn(move || {
-                let online = world.domain.enter();
+                let mut online = world.domain.enter();
                 world.read();
                 online.quiescent();
                 world.read();
@@ -210,5 +227,20 @@ fn two_readers_and_a_synchronizer() {
         cached
             .join()
             .expect("the cached reader never sees a retired object");
+    });
+}
+
+/// A failing model fails its test alone: the guards and participants it leaves behind, the
+/// thread-local ones included (which loom drops outside the model), are dropped while its panic
+/// unwinds, and must not abort the test binary.
+#[test]
+#[should_panic(expected = "a model that fails")]
+fn a_failing_model_reports_its_test() {
+    loom_runs::check(|| {
+        let world = World::new();
+        let participant = world.domain.register();
+        let _explicit = participant.enter();
+        let _cached = world.domain.enter();
+        panic!("a model that fails");
     });
 }

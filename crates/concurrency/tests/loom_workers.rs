@@ -4,14 +4,14 @@
 //! flag, then reads whether the worker is idle ([`Demand::announce`]). Either the worker sees
 //! the mark (and passes after its period) or the writer sees the worker idle (and wakes it);
 //! and the mark stays pending for the worker's next pass. And a pass that takes a writer's
-//! mark sees what the writer wrote before marking.
+//! mark sees what the writer wrote before marking (a loom cell, so that loom checks the order).
 //!
 //! The condition variable that carries the wake-up is `std`'s and no part of the models.
 #![cfg(loom)]
 
 use concurrency::Demand;
 use concurrency::sync::Arc;
-use concurrency::sync::atomic::{AtomicUsize, Ordering};
+use concurrency::sync::cell::UnsafeCell;
 use test_support::loom_runs;
 
 /// A worker whose last pass took the work there was, now deciding to sleep long, and `writers`
@@ -68,26 +68,33 @@ fn a_worker_at_its_period_is_not_woken() {
     });
 }
 
+/// What a writer wrote before marking, in a loom cell: loom fails the model if the pass that
+/// took the mark reads it unordered with the write.
+struct Written(UnsafeCell<usize>);
+
+// SAFETY: written by the writer before it marks, read by the pass that took the mark (what the
+// model checks).
+unsafe impl Sync for Written {}
+
 /// A pass that takes a writer's mark sees the writes the writer made before marking.
 #[test]
 fn a_pass_that_takes_a_mark_sees_the_writes_before_it() {
     loom_runs::check(|| {
         let demand = Arc::new(Demand::new(1));
         assert!(demand.take(0));
-        let written = Arc::new(AtomicUsize::new(0));
+        let written = Arc::new(Written(UnsafeCell::new(0)));
         let writer = {
             let (demand, written) = (Arc::clone(&demand), Arc::clone(&written));
             loom_runs::spawn(move || {
-                written.store(1, Ordering::Relaxed);
+                // SAFETY: nobody reads the cell before the mark below.
+                written.0.with_mut(|value| unsafe { *value = 1 });
                 demand.announce(0);
             })
         };
         if demand.take(0) {
-            assert_eq!(
-                written.load(Ordering::Relaxed),
-                1,
-                "the pass missed the write that marked"
-            );
+            // SAFETY: the writer wrote the cell before its mark, which this pass took.
+            let value = written.0.with(|value| unsafe { *value });
+            assert_eq!(value, 1, "the pass missed the write that marked");
         }
         writer.join().expect("no panic");
     });

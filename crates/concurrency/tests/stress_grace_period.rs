@@ -57,7 +57,7 @@ fn retired_object_is_never_seen_dead_by_online_readers() {
                 let explicit = (reader == 0).then(|| domain.register());
                 start.wait();
                 while !stop.load(Ordering::Relaxed) {
-                    let online = match &explicit {
+                    let mut online = match &explicit {
                         Some(participant) => participant.enter(),
                         None => domain.enter(),
                     };
@@ -149,7 +149,7 @@ fn idle_and_spinning_threads_do_not_block_synchronize() {
     let spinner = {
         let (domain, published) = (Arc::clone(&domain), Arc::clone(&published));
         thread::spawn(move || {
-            let online = domain.enter();
+            let mut online = domain.enter();
             while !published.load(Ordering::Acquire) {
                 online.quiescent();
                 thread::yield_now();
@@ -223,7 +223,7 @@ fn concurrent_synchronizers_and_churning_participants_make_progress() {
                     // Short-lived threads and participants: registration races synchronize.
                     let participant = domain.register();
                     for _ in 0..10 {
-                        let online = participant.enter();
+                        let mut online = participant.enter();
                         online.quiescent();
                         // An online participant may synchronize itself.
                         if stop.load(Ordering::Relaxed) {
