@@ -8,7 +8,10 @@
 //! ranks with the same distribution as for the other indexes ([`check_same_draws`] verifies it
 //! before every oracle run). `get(p)` reads the pair at index `p` — the key (into
 //! [`black_box`]) and the value, one cache line — and returns the value. It pays the same
-//! harness overhead as every adapter (a virtual call per operation, the runner's timing).
+//! harness overhead as every adapter (a virtual call per operation, the runner's timing). The
+//! array is a [`LargeArray`], advised for transparent huge pages as XIndex's arrays are, so that
+//! the oracle's accesses do not also pay the TLB misses the indexes' avoid (until session 37 it
+//! was a `Box<[Slot]>` on 4 KiB pages).
 //!
 //! The array is static: it holds exactly the loaded keys. Updates and read-modify-writes change a
 //! value in place, but keys cannot be inserted or removed, so the oracle runs only read-only
@@ -18,6 +21,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use concurrency::large_array::LargeArray;
 use workload::{IndexAdapter, KeySpace, Op, Workload};
 
 use crate::adapters::visit;
@@ -36,7 +40,7 @@ pub struct Oracle {
     /// The real run's loaded keys, in order; copied into the array by the bulk load (so the copy
     /// counts as the oracle's memory).
     loaded: Arc<[u64]>,
-    slots: OnceLock<Box<[Slot]>>,
+    slots: OnceLock<LargeArray<Slot>>,
 }
 
 impl Oracle {
@@ -116,14 +120,10 @@ impl IndexAdapter<u64> for Oracle {
 
     /// Copies the loaded keys into the array and sets each position's value.
     fn bulk_load(&self, pairs: &[(u64, u64)]) {
-        let slots: Box<[Slot]> = self
-            .loaded
-            .iter()
-            .map(|&key| Slot {
-                key,
-                value: AtomicU64::new(0),
-            })
-            .collect();
+        let slots = LargeArray::from_fn(self.loaded.len(), |i| Slot {
+            key: self.loaded[i],
+            value: AtomicU64::new(0),
+        });
         for &(p, value) in pairs {
             if let Some(slot) = usize::try_from(p).ok().and_then(|p| slots.get(p)) {
                 slot.value.store(value, Ordering::Relaxed);
