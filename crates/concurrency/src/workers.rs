@@ -364,14 +364,19 @@ mod tests {
         );
     }
 
-    /// Waits up to 10 s for `runs` to reach `target`; the time it took.
-    fn wait_for(runs: &AtomicUsize, target: usize) -> Duration {
+    /// Waits up to 10 s for `done` to hold, panicking with `what` otherwise; the time it took.
+    fn wait_until(what: &str, done: impl Fn() -> bool) -> Duration {
         let start = Instant::now();
-        while runs.load(Ordering::SeqCst) < target {
-            assert!(start.elapsed() < Duration::from_secs(10), "no pass came");
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
             thread::sleep(Duration::from_micros(200));
         }
         start.elapsed()
+    }
+
+    /// Waits up to 10 s for `runs` to reach `target`; the time it took.
+    fn wait_for(runs: &AtomicUsize, target: usize) -> Duration {
+        wait_until("no pass came", || runs.load(Ordering::SeqCst) >= target)
     }
 
     /// Threads of `demand` on demand, counting their passes; pass `n` (from 0) says it did
@@ -446,18 +451,6 @@ mod tests {
         drop(workers);
     }
 
-    /// Waits up to 10 s for `flag`.
-    fn wait_until(flag: &AtomicBool) {
-        let start = Instant::now();
-        while !flag.load(Ordering::SeqCst) {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "the flag never came"
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-
     #[test]
     fn a_panicked_worker_fails_the_drop_only_after_every_thread_is_joined() {
         let flags: Arc<[AtomicBool; 3]> = Arc::default();
@@ -474,8 +467,8 @@ mod tests {
             }
         })
         .expect("threads start");
-        wait_until(&flags[panicking]);
-        wait_until(&flags[in_task]);
+        wait_until("no panic came", || flags[panicking].load(Ordering::SeqCst));
+        wait_until("no task began", || flags[in_task].load(Ordering::SeqCst));
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(workers)));
         let message = *dropped
             .expect_err("the drop reports the panic")
@@ -505,17 +498,10 @@ mod tests {
         })
         .expect("threads start");
         *owner.lock().expect("no panic") = Some(workers);
-        wait_until(&dropped);
+        wait_until("no drop came", || dropped.load(Ordering::SeqCst));
         // The task holds a clone of `owner` until both threads have ended: the drop joined the
         // other one, and the dropping one stops once its task returns.
-        let start = Instant::now();
-        while Arc::strong_count(&owner) > 1 {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "a thread runs on"
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
+        wait_until("a thread runs on", || Arc::strong_count(&owner) == 1);
     }
 
     #[test]

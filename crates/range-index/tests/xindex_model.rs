@@ -646,14 +646,7 @@ fn scans_merge_array_runs_with_delta_keys() {
 /// still return exactly the model's pairs.
 #[test]
 fn taking_the_smallest_key_over_and_over_matches_btreemap() {
-    let config = Config {
-        background_threads: 0,
-        max_group_size: 256,
-        ..Config::default()
-    };
-    let pairs: Vec<(u64, u64)> = (0..4_000u64).map(|i| (i * 2, i)).collect();
-    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
-    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    let (index, mut model) = bulk_loaded(4_000, 2, 256);
     for step in 0..3_000u64 {
         let first = index.scan(&0, 1);
         let want: Vec<(u64, u64)> = model.iter().take(1).map(|(&k, &v)| (k, v)).collect();
@@ -742,18 +735,28 @@ fn reverse_scans_and_ranges_read_from_both_ends() {
     assert!(back.iter().rev().eq(&whole[front.len()..]));
 }
 
+/// Keys `i * spacing → i` for `i` below `count`, bulk-loaded into groups of at most
+/// `max_group_size` with no background thread; with the model of the same contents.
+fn bulk_loaded(
+    count: u64,
+    spacing: u64,
+    max_group_size: usize,
+) -> (XIndex<u64>, BTreeMap<u64, u64>) {
+    let config = Config {
+        background_threads: 0,
+        max_group_size,
+        ..Config::default()
+    };
+    let pairs: Vec<(u64, u64)> = (0..count).map(|i| (i * spacing, i)).collect();
+    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
+    (index, pairs.into_iter().collect())
+}
+
 /// 2,000 keys bulk-loaded into groups of at most 64, new keys between them in the delta
 /// indexes, some array records removed, and some of those keys inserted again (a live delta
 /// entry beside a dead record); with the model of the same contents.
 fn small_groups_with_delta_keys() -> (XIndex<u64>, BTreeMap<u64, u64>) {
-    let config = Config {
-        background_threads: 0,
-        max_group_size: 64,
-        ..Config::default()
-    };
-    let pairs: Vec<(u64, u64)> = (0..2_000u64).map(|i| (i * 4, i)).collect();
-    let index = XIndex::bulk_load(&pairs, config).expect("sorted pairs, valid config");
-    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    let (index, mut model) = bulk_loaded(2_000, 4, 64);
     for key in (1..8_000u64).step_by(7).filter(|key| key % 4 != 0) {
         index.insert(key, key + 1);
         model.insert(key, key + 1);
