@@ -12,8 +12,11 @@
 //! measure the rate, and the measured run gets the count that lasts `--duration` at that rate,
 //! at most [`MAX_PREGENERATED_OPS`]. Runs with writes keep their stream across the warm-up (a
 //! second stream would re-insert and re-remove the same keys), so they run for `--duration`
-//! after a warm-up inside the same run, generating operations as they go (outside the timed
-//! operations, inside the wall-clock time; equal for every index).
+//! after a warm-up inside the same run, generating operations as they go, in batches between
+//! the timed ones (the runner's throughput counts only the time spent executing operations).
+//! Read-only runs also time one operation in [`LATENCY_SAMPLE`] on its own and each batch as a
+//! whole, so the per-operation clock reads stay out of their throughput; runs with writes,
+//! whose worst operations the issues bound, time every one.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,10 @@ use workload::{
 use crate::alloc_counter::live_bytes;
 use crate::args::Options;
 use crate::error::Error;
+
+/// A read-only run times one operation in this many on its own (the latency columns describe
+/// that sample; [`workload::RunConfig::latency_sample`]).
+pub const LATENCY_SAMPLE: u32 = 16;
 
 /// Operations per thread of the probe that sizes the warm-up of a read-only run.
 const PROBE_OPS_PER_THREAD: u64 = 20_000;
@@ -101,7 +108,8 @@ pub struct Measured {
     pub bytes_per_key: f64,
     /// The bulk load's wall-clock time (`None` for an index grown from empty).
     pub load_seconds: Option<f64>,
-    /// Whether the operations were generated before the start.
+    /// Whether the operations were generated before the start (and one in [`LATENCY_SAMPLE`]
+    /// timed on its own).
     pub pregenerated: bool,
     /// The index's own notes ([`IndexAdapter::notes`]), read after the run.
     pub notes: Vec<(String, String)>,
@@ -145,6 +153,7 @@ where
             let calibrate = |ops: u64| {
                 RunConfig::new(threads, Stop::Ops(ops.max(threads as u64)))
                     .with_pregenerate(true)
+                    .with_latency_sample(LATENCY_SAMPLE)
                     .with_progress(Progress::Hidden)
             };
             let calibration_seed = seed ^ CALIBRATION_SEED;
@@ -155,7 +164,8 @@ where
             let warm_ops = ops_for(probe.mops, warmup);
             let warm = run_once(calibrate(warm_ops), calibration_seed.rotate_left(17))?;
             let config = RunConfig::new(threads, Stop::Ops(ops_for(warm.mops, duration)))
-                .with_pregenerate(true);
+                .with_pregenerate(true)
+                .with_latency_sample(LATENCY_SAMPLE);
             let mut run = run_once(config, seed)?;
             run.warmup_ops = probe.ops + warm.ops;
             (run, true)
@@ -376,7 +386,9 @@ fn record(case: &Case, measured: &Measured) -> Record {
         record = record.note("scanned", outcomes.scanned);
     }
     if measured.pregenerated {
-        record = record.note("pregenerated", true);
+        record = record
+            .note("pregenerated", true)
+            .note("latency_sample", LATENCY_SAMPLE);
     }
     for (key, value) in &measured.notes {
         record = record.note(key.as_str(), value);

@@ -229,41 +229,56 @@ fn pregenerated_runs_execute_the_same_operations() {
 }
 
 /// Throughput counts the time the index spent on the operations, not the time the stream took to
-/// draw them: a stream that spends 20 µs on each operation it generates leaves the wall-clock
-/// rate far below the reported one, while a pregenerated stream reports the same either way.
+/// draw them: a stream that spends 10 µs on each operation it generates (about a hundred times
+/// the toy's operation) leaves the wall-clock rate far below the reported one. The margin
+/// allows for a thread preempted for milliseconds while it executes (a loaded machine).
 #[test]
 fn throughput_leaves_out_the_streams_own_time() {
     let space = space(20_000, 20_000);
     let workload = Workload::ycsb(Ycsb::C);
-    for pregenerate in [false, true] {
+    let index = Toy::default();
+    runner::bulk_load(&index, &space);
+    let result = runner::run(&hidden(2, Stop::Ops(20_000)), &index, |t| {
+        let ops = workload.generator(&space, t, 2, 3)?;
+        Ok(ops.inspect(|_| {
+            let drawn = std::time::Instant::now();
+            while drawn.elapsed() < Duration::from_micros(10) {
+                std::hint::spin_loop();
+            }
+        }))
+    })
+    .expect("valid run");
+    let wall_mops = result.ops as f64 / result.seconds / 1e6;
+    assert!(
+        result.mops > 3.0 * wall_mops,
+        "{} against {wall_mops}",
+        result.mops
+    );
+}
+
+/// A run that times one operation in 16 records one latency in 16 and still counts, and
+/// places on its timeline, every operation; 0 is refused.
+#[test]
+fn sampled_latencies_time_one_operation_in_n() {
+    let space = space(20_000, 20_000);
+    let workload = Workload::ycsb(Ycsb::C);
+    for (sample, recorded) in [(1, 8_000), (16, 500)] {
         let index = Toy::default();
         runner::bulk_load(&index, &space);
-        let config = hidden(2, Stop::Ops(2_000)).with_pregenerate(pregenerate);
-        let result = runner::run(&config, &index, |t| {
-            let ops = workload.generator(&space, t, 2, 3)?;
-            Ok(ops.inspect(|_| {
-                let drawn = std::time::Instant::now();
-                while drawn.elapsed() < Duration::from_micros(20) {
-                    std::hint::spin_loop();
-                }
-            }))
-        })
-        .expect("valid run");
-        let wall_mops = result.ops as f64 / result.seconds / 1e6;
-        if pregenerate {
-            assert!(
-                result.mops < 3.0 * wall_mops,
-                "{} against {wall_mops}",
-                result.mops
-            );
-        } else {
-            assert!(
-                result.mops > 10.0 * wall_mops,
-                "{} against {wall_mops}",
-                result.mops
-            );
-        }
+        let config = hidden(2, Stop::Ops(8_000))
+            .with_pregenerate(true)
+            .with_latency_sample(sample);
+        let result = runner::run(&config, &index, |t| workload.generator(&space, t, 2, 9))
+            .expect("valid run");
+        assert_eq!(result.ops, 8_000);
+        assert_eq!(result.histogram.len(), recorded, "one in {sample}");
+        let placed: u64 = result.timeline.iter().map(OpCounts::total).sum();
+        assert_eq!(placed, 8_000, "the timeline holds every operation");
+        assert!(result.mops > 0.0 && result.latency.max_ns > 0);
     }
+    let index = Toy::default();
+    let config = hidden(1, Stop::Ops(10)).with_latency_sample(0);
+    assert!(runner::run(&config, &index, |t| workload.generator(&space, t, 1, 9)).is_err());
 }
 
 #[test]
