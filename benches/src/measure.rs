@@ -15,8 +15,8 @@
 //! after a warm-up inside the same run, generating operations as they go, in batches between
 //! the timed ones (the runner's throughput counts only the time spent executing operations).
 //! Read-only runs also time one operation in [`LATENCY_SAMPLE`] on its own and each batch as a
-//! whole, so the per-operation clock reads stay out of their throughput; runs with writes,
-//! whose worst operations the issues bound, time every one.
+//! whole, so the per-operation clock reads, which keep lookups from overlapping, stay out of
+//! their throughput; runs with writes, whose worst operations the issues bound, time every one.
 
 use std::time::{Duration, Instant};
 
