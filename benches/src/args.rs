@@ -220,6 +220,8 @@ pub struct Options {
     pub write_ratios: Vec<f64>,
     /// `--seed`: the seed of data sets and streams.
     pub seed: u64,
+    /// `--latency-sample`: runs with writes time one operation in this many (1: every one).
+    pub latency_sample: u32,
     /// `--shift-to`: the distribution `shift` moves to.
     pub shift_to: Dataset,
 }
@@ -286,6 +288,9 @@ pub fn usage() -> String {
          \x20 --write-ratio LIST  rw only: write fractions in (0, 1] (default 0.1,0.5)\n\
          \x20 --shift-to NAME     shift only: the distribution after the shift (default linear)\n\
          \x20 --seed N            seed of the data sets and operation streams (default {})\n\
+         \x20 --latency-sample N  runs with writes time one operation in N (default 1, every\n\
+         \x20                     one, as the worst-operation bounds need; read-only runs\n\
+         \x20                     always time one in 16)\n\
          \x20 --help              this text\n\n\
          Output: a table on stdout, target/repro/EXPERIMENT.csv and target/repro/EXPERIMENT.svg.\n",
         stores::STORES
@@ -369,6 +374,7 @@ struct RawOptions {
     write_ratio: Option<String>,
     seed: Option<String>,
     shift_to: Option<String>,
+    latency_sample: Option<String>,
 }
 
 impl RawOptions {
@@ -385,6 +391,7 @@ impl RawOptions {
             "write-ratio" => &mut self.write_ratio,
             "seed" => &mut self.seed,
             "shift-to" => &mut self.shift_to,
+            "latency-sample" => &mut self.latency_sample,
             _ => return None,
         })
     }
@@ -401,6 +408,7 @@ impl RawOptions {
             &self.write_ratio,
             &self.seed,
             &self.shift_to,
+            &self.latency_sample,
         ]
         .iter()
         .all(|slot| slot.is_none())
@@ -460,6 +468,12 @@ impl RawOptions {
             "duration",
             experiment.is_timed(),
             "it runs its streams to the end (sizes come from --keys)",
+        )?;
+        refuse(
+            &self.latency_sample,
+            "latency-sample",
+            experiment.is_timed() && experiment != Experiment::Pause,
+            "it times no index's operations through the runner's timed runs",
         )?;
         let integer_dataset = |option: &str, value: &str| -> Result<Dataset, Error> {
             let dataset = parse_dataset(option, value)?;
@@ -533,6 +547,20 @@ impl RawOptions {
                 })
                 .transpose()?
                 .unwrap_or(DEFAULT_SEED),
+            latency_sample: self
+                .latency_sample
+                .as_deref()
+                .map(|value| {
+                    parse_number::<u32>(value)
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| {
+                            Error::usage(format!(
+                                "--latency-sample: `{value}` is not a positive integer"
+                            ))
+                        })
+                })
+                .transpose()?
+                .unwrap_or(1),
             shift_to: match &self.shift_to {
                 Some(value) => integer_dataset("shift-to", value)?,
                 None => Dataset::Linear,

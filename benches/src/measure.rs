@@ -59,6 +59,8 @@ pub enum Timing {
         duration: Duration,
         /// Unmeasured time before.
         warmup: Duration,
+        /// One operation in this many timed on its own (`--latency-sample`).
+        latency_sample: u32,
     },
     /// Until every stream ends, without warm-up; throughput recorded per `interval`.
     Exhausted {
@@ -81,6 +83,7 @@ impl Timing {
         Self::Timed {
             duration: options.duration,
             warmup: warmup(options.duration),
+            latency_sample: options.latency_sample,
         }
     }
 
@@ -108,9 +111,10 @@ pub struct Measured {
     pub bytes_per_key: f64,
     /// The bulk load's wall-clock time (`None` for an index grown from empty).
     pub load_seconds: Option<f64>,
-    /// Whether the operations were generated before the start (and one in [`LATENCY_SAMPLE`]
-    /// timed on its own).
+    /// Whether the operations were generated before the start.
     pub pregenerated: bool,
+    /// One operation in this many was timed on its own (1: every one).
+    pub latency_sample: u32,
     /// The index's own notes ([`IndexAdapter::notes`]), read after the run.
     pub notes: Vec<(String, String)>,
 }
@@ -148,7 +152,7 @@ where
     let mut run_once = |config: RunConfig, seed: u64| {
         runner::run(&config, index, |thread| streams(thread, seed)).map_err(Error::failed)
     };
-    let (run, pregenerated) = match timing {
+    let (run, pregenerated, latency_sample) = match timing {
         Timing::ReadOnly { duration, warmup } => {
             let calibrate = |ops: u64| {
                 RunConfig::new(threads, Stop::Ops(ops.max(threads as u64)))
@@ -168,16 +172,21 @@ where
                 .with_latency_sample(LATENCY_SAMPLE);
             let mut run = run_once(config, seed)?;
             run.warmup_ops = probe.ops + warm.ops;
-            (run, true)
+            (run, true, LATENCY_SAMPLE)
         }
-        Timing::Timed { duration, warmup } => {
+        Timing::Timed {
+            duration,
+            warmup,
+            latency_sample,
+        } => {
             let config = RunConfig::new(threads, Stop::Duration(duration))
-                .with_warmup(Warmup::Duration(warmup));
-            (run_once(config, seed)?, false)
+                .with_warmup(Warmup::Duration(warmup))
+                .with_latency_sample(latency_sample);
+            (run_once(config, seed)?, false, latency_sample)
         }
         Timing::Exhausted { interval } => {
             let config = RunConfig::new(threads, Stop::Exhausted).with_interval(interval);
-            (run_once(config, seed)?, false)
+            (run_once(config, seed)?, false, 1)
         }
     };
     let bytes_per_key = if pairs.is_empty() {
@@ -195,6 +204,7 @@ where
         bytes_per_key,
         load_seconds,
         pregenerated,
+        latency_sample,
     })
 }
 
@@ -386,9 +396,10 @@ fn record(case: &Case, measured: &Measured) -> Record {
         record = record.note("scanned", outcomes.scanned);
     }
     if measured.pregenerated {
-        record = record
-            .note("pregenerated", true)
-            .note("latency_sample", LATENCY_SAMPLE);
+        record = record.note("pregenerated", true);
+    }
+    if measured.latency_sample > 1 {
+        record = record.note("latency_sample", measured.latency_sample);
     }
     for (key, value) in &measured.notes {
         record = record.note(key.as_str(), value);
