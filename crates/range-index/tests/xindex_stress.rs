@@ -68,11 +68,7 @@ fn stress<K: IndexKey + NumberedKey>(
     let index = XIndex::bulk_load(&initial_pairs::<K>(KEY_SPACE), config)
         .expect("sorted pairs, valid config");
     let map = Stressed(index);
-    let summary = stress::run(&map, KEY_SPACE, budget, |rng| {
-        let change = Restructure::ALL[rng.random_range(0..Restructure::ALL.len())];
-        let slot = rng.random_range(0..map.0.slot_count());
-        map.0.restructure_slot_with(slot, change, |_| {});
-    });
+    let summary = stress::run(&map, KEY_SPACE, budget, |rng| restructure_any(&map.0, rng));
     let stats = map.0.stats();
     summary.check_contents(&map);
     assert!(
@@ -93,6 +89,13 @@ fn stress<K: IndexKey + NumberedKey>(
         stats.group_merges,
         stats.root_updates
     );
+}
+
+/// Forces a random structural change on a random root slot.
+fn restructure_any<K: IndexKey>(index: &XIndex<K>, rng: &mut SmallRng) {
+    let change = Restructure::ALL[rng.random_range(0..Restructure::ALL.len())];
+    let slot = rng.random_range(0..index.slot_count());
+    index.restructure_slot_with(slot, change, |_| {});
 }
 
 /// How [`check_scan`] reads the index.
@@ -231,9 +234,7 @@ fn queue_takers_race_restructures() {
         scope.spawn(|| {
             let mut rng = SmallRng::seed_from_u64(7);
             while !done.load(Ordering::Relaxed) {
-                let change = Restructure::ALL[rng.random_range(0..Restructure::ALL.len())];
-                let slot = rng.random_range(0..index.slot_count());
-                index.restructure_slot_with(slot, change, |_| {});
+                restructure_any(&index, &mut rng);
             }
         });
         let takers: Vec<_> = (0..2)

@@ -181,13 +181,6 @@ impl Workload {
         }
     }
 
-    /// [`Workload::pool_needed`] for one thread: the pool that `ops` operations of a single
-    /// stream need. Several threads need more (each walk gets its own margin): use
-    /// [`Workload::pool_needed`] for them.
-    pub fn inserts_needed(&self, ops: u64) -> u64 {
-        self.pool_needed(ops, 1)
-    }
-
     /// The pool size that lets `ops` operations, shared by `threads` threads as the runner shares
     /// them, run to the end without a stream running dry (0 for no threads).
     ///
@@ -488,10 +481,10 @@ mod tests {
     #[test]
     fn pool_needed_counts_net_inserts_and_the_walk() {
         // 5 % of 1,000 plus 6 · √(1,000 · 0.05) = 42.4; per thread of 2, 25 + 6 · √25.
-        assert_eq!(Workload::ycsb(Ycsb::D).inserts_needed(1_000), 93);
+        assert_eq!(Workload::ycsb(Ycsb::D).pool_needed(1_000, 1), 93);
         assert_eq!(Workload::ycsb(Ycsb::D).pool_needed(1_000, 2), 2 * 55);
         let rw = Workload::read_write(0.9, KeyDistribution::Uniform).expect("valid");
-        assert_eq!(rw.inserts_needed(1_000), 43);
+        assert_eq!(rw.pool_needed(1_000, 1), 43);
         assert_eq!(rw.pool_needed(1_000, 0), 0);
         assert_eq!(Workload::ycsb(Ycsb::A).pool_needed(1_000, 4), 0);
         assert_eq!(

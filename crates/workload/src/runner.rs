@@ -578,12 +578,18 @@ where
         // The latest clock reading: with every operation timed, the end of the one before.
         let mut last = began;
         let mut executed = 0;
+        // Operations left before the next timed one.
+        let mut untimed = 0;
         for op in batch.drain(..) {
             let kind = op.kind();
-            let timed = executed % sample == 0;
-            if timed && sample > 1 {
-                last = Instant::now();
+            let timed = untimed == 0;
+            if timed {
+                untimed = sample;
+                if sample > 1 {
+                    last = Instant::now();
+                }
             }
+            untimed -= 1;
             execute(index, op, &mut report.outcomes);
             report.counts[kind] += 1;
             executed += 1;
