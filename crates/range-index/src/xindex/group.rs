@@ -339,9 +339,12 @@ impl<K: IndexKey> Group<K> {
     }
 
     /// The first position of `keys[start..end]` (a model's slice) whose key is `>= key`,
-    /// relative to `start`: through the hints when the key type has them (the window the
-    /// model predicts, searched on the hints beside the keys; the keys themselves only on a
-    /// tie), else the model's own search.
+    /// relative to `start`, by a binary search of the window around `predicted` (widened when
+    /// the key lies beyond it): on the hints when the key type has them (the keys themselves
+    /// only on a tie), else on the keys. Its steps are conditional moves, not branches, so a
+    /// lookup waiting for its window mispredicts nothing, and the next lookup's misses can be
+    /// issued meanwhile (an exponential search from the prediction branched on each probe:
+    /// 10M keys, 1 thread, 275 → 239 ns on lognormal keys, 430 → 380 on osm).
     #[inline]
     fn model_lower_bound(
         trained: &Prefix<'_, K>,
@@ -352,7 +355,8 @@ impl<K: IndexKey> Group<K> {
     ) -> usize {
         let slice = &trained.keys[start..end];
         if !K::HINTED {
-            return search::exponential_lower_bound_by(slice, predicted, |k| K::query(k) < key);
+            let window = Self::search_window(found, predicted);
+            return search::lower_bound_in_by(slice, window, |k| K::query(k) < key);
         }
         let hints = &trained.hints[start..end];
         let window = Self::search_window(found, predicted);

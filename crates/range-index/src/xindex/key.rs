@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use learned_model::{
     GreedyGrouping, Key, KeyModel, LinearModel, PiecewiseRoot, Rmi, StringModel, common_prefix_len,
-    optimal_segments, prefix_word, search::exponential_lower_bound,
+    optimal_segments, prefix_word,
 };
 
 use crate::xindex::byte_key::ByteKey;
@@ -39,15 +39,8 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
         config: &Config,
     ) -> Self::RootModel;
 
-    /// How many of `pivots` (those the model was trained on) are `<= key`. A model that
-    /// predicts a position before it searches hands that position and the window holding the
-    /// lower bound to `prepare` first, so the caller can request their cache lines.
-    fn count_at_or_below(
-        model: &Self::RootModel,
-        pivots: &[Self],
-        key: &Self::Query,
-        prepare: impl FnOnce(usize, Range<usize>),
-    ) -> usize;
+    /// How many of `pivots` (those the model was trained on) are `<= key`.
+    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &Self::Query) -> usize;
 
     /// Splits the strictly increasing `keys` of a bulk load into the key ranges of the initial
     /// groups, in order, covering every key (each range non-empty).
@@ -204,17 +197,10 @@ impl IndexKey for u64 {
         rmi
     }
 
-    /// The RMI's search ([`Rmi::lower_bound`]), from the prediction `prepare` saw.
+    /// The RMI's search ([`Rmi::lower_bound`]).
     #[inline]
-    fn count_at_or_below(
-        model: &Rmi,
-        pivots: &[Self],
-        key: &u64,
-        prepare: impl FnOnce(usize, Range<usize>),
-    ) -> usize {
-        let (predicted, window) = model.predict(*key);
-        prepare(predicted, window);
-        count_at_or_below(pivots, key, exponential_lower_bound(pivots, key, predicted))
+    fn count_at_or_below(model: &Rmi, pivots: &[Self], key: &u64) -> usize {
+        count_at_or_below(pivots, key, model.lower_bound(pivots, *key))
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
@@ -329,12 +315,7 @@ impl IndexKey for Vec<u8> {
     /// The piecewise root's search; `prepare` is not called (the root searches the pivots'
     /// hints first, and this model only where they tie).
     #[inline]
-    fn count_at_or_below(
-        model: &Self::RootModel,
-        pivots: &[Self],
-        key: &[u8],
-        _prepare: impl FnOnce(usize, Range<usize>),
-    ) -> usize {
+    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &[u8]) -> usize {
         count_at_or_below(pivots, key, model.lower_bound(pivots, key))
     }
 
@@ -444,7 +425,7 @@ mod tests {
     fn integer_routing_counts_the_pivots_at_or_below() {
         let pivots: Vec<u64> = vec![10, 20, 30, 1_000];
         let root = u64::train_root(&pivots, None, &Config::default());
-        let count = |key| u64::count_at_or_below(&root, &pivots, &key, |_, _| ());
+        let count = |key| u64::count_at_or_below(&root, &pivots, &key);
         assert_eq!(count(0), 0, "below every pivot");
         assert_eq!(count(10), 1);
         assert_eq!(count(19), 1);
@@ -457,7 +438,7 @@ mod tests {
     fn string_routing_handles_prefixes() {
         let pivots: Vec<Vec<u8>> = vec![b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()];
         let root = Vec::<u8>::train_root(&pivots, None, &Config::default());
-        let count = |key: &[u8]| Vec::<u8>::count_at_or_below(&root, &pivots, key, |_, _| ());
+        let count = |key: &[u8]| Vec::<u8>::count_at_or_below(&root, &pivots, key);
         assert_eq!(count(b""), 0);
         assert_eq!(count(b"a"), 1);
         assert_eq!(count(b"aa"), 1);

@@ -32,10 +32,6 @@ use crate::xindex::config::Config;
 use crate::xindex::group::Group;
 use crate::xindex::key::{IndexKey, tied_run};
 
-/// How many slots on each side of the root model's prediction a lookup requests while it
-/// searches the pivots (a slot is 8 bytes: 25 of them span 4 cache lines).
-const SLOT_PREFETCH_RADIUS: usize = 12;
-
 /// The longest run of pivots with equal hints and tie hints that a lookup searches directly (a
 /// binary search of about four comparisons); a longer one is left to the root model.
 const MAX_PIVOT_RUN: usize = 16;
@@ -165,13 +161,7 @@ impl<K: IndexKey> Root<K> {
     pub(crate) fn slot_of(&self, key: &K::Query) -> usize {
         self.model.as_ref().map_or(0, |model| {
             if !K::HINTED {
-                let pivots = &self.pivots[1..];
-                // The search's probes of the pivots and then the slot it picks would be
-                // dependent misses: request their lines first.
-                return K::count_at_or_below(model, pivots, key, |predicted, window| {
-                    prefetch::slice(pivots.get(window).unwrap_or_default());
-                    prefetch::around(&self.slots, predicted, SLOT_PREFETCH_RADIUS);
-                });
+                return K::count_at_or_below(model, &self.pivots[1..], key);
             }
             // The hints of `pivots[1..]` are one contiguous array: a binary search there finds
             // the pivots below `key` without touching the pivots' heap blocks. A key outside
@@ -196,7 +186,7 @@ impl<K: IndexKey> Root<K> {
                 K::tie_hint(key, self.hint_skip),
             );
             if tied.len() > MAX_PIVOT_RUN {
-                return K::count_at_or_below(model, &self.pivots[1..], key, |_, _| ());
+                return K::count_at_or_below(model, &self.pivots[1..], key);
             }
             tied.start
                 + self.pivots[1 + tied.start..1 + tied.end]
