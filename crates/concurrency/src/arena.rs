@@ -18,12 +18,12 @@
 //! A thread that loses that race takes its value back, frees its unpublished chunk and tries the
 //! winner's. Chunks are linked newest first and unlinked only when the arena is dropped.
 //!
-//! Chunks come from where [`large_array`] places its arrays: on Linux, the heap of huge-page
-//! regions whose pages a background thread populates ahead of use. A chunk's slots are written
-//! one insert at a time, long after the chunk was allocated; on pages fresh from `malloc`, the
-//! first write to each page faulted on that insert's path, about once in a hundred inserts while
-//! an index's delta indexes grew (`rw` at write ratio 0.5 on 10M keys: p99.9 about 5 µs, under
-//! 2 µs from the huge-page heap; the measurement log, session 33).
+//! Chunks come from where [`large_array`] places what writes allocate: on Linux, the writers' heap
+//! of huge-page regions, whose pages a background thread populates ahead of use. A chunk's slots
+//! are written one insert at a time, long after the chunk was allocated; on pages fresh from
+//! `malloc`, the first write to each page faulted on that insert's path, about once in a hundred
+//! inserts while an index's delta indexes grew (`rw` at write ratio 0.5 on 10M keys: p99.9 about 5
+//! µs, under 2 µs from the huge-page heap; the measurement log, session 33).
 
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -31,7 +31,7 @@ use std::mem::size_of;
 use std::ptr::{self, NonNull};
 use std::sync::Mutex;
 
-use crate::large_array::{self, Source};
+use crate::large_array::{self, Placement, Source};
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// The fewest bytes of a chunk, its head included. glibc keeps freed blocks of up to 128 bytes
@@ -108,7 +108,7 @@ impl<T> Chunk<T> {
 
     /// A chunk of `len >= 1` slots holding `value` in slot 0, unpublished.
     fn with_first(len: usize, value: T, older: *mut Self) -> *mut Self {
-        let (memory, source) = large_array::allocate(Self::layout(len));
+        let (memory, source) = large_array::allocate(Self::layout(len), Placement::Writes);
         let chunk = memory.as_ptr().cast::<Self>();
         let head = Self {
             taken: AtomicUsize::new(1),

@@ -1,5 +1,5 @@
-//! Small blocks in size classes, carved from the [huge-page heap](crate::huge_heap), for objects
-//! that readers reach at random through a pointer (the engine's out-of-line values).
+//! Small blocks in size classes, carved from the writers' [huge-page heap](crate::huge_heap), for
+//! objects that readers reach at random through a pointer (the engine's out-of-line values).
 //!
 //! A block that `malloc` places on an ordinary 4 KiB page costs a reader a page walk on top of
 //! its cache miss once the blocks span more memory than the TLB covers: 1M values of 150 bytes
@@ -125,7 +125,7 @@ impl BlockPool {
             return Some(taken as *mut u8);
         }
         if class.end - class.next < block {
-            let chunk = HugeHeap::global().alloc(chunk_layout())?.as_ptr() as usize;
+            let chunk = HugeHeap::writers().alloc(chunk_layout())?.as_ptr() as usize;
             self.chunks.lock().push(chunk);
             // The rest of the old chunk (less than one block) is left unused.
             class.next = chunk;
@@ -191,7 +191,7 @@ impl Drop for BlockPool {
             // SAFETY: each chunk came from the heap's `alloc` with this layout and is returned
             // once; every block carved from it ends its validity with the pool (`alloc`).
             unsafe {
-                HugeHeap::global().dealloc(
+                HugeHeap::writers().dealloc(
                     std::ptr::NonNull::new_unchecked(chunk as *mut u8),
                     chunk_layout(),
                 );
@@ -246,7 +246,7 @@ mod tests {
         let b = pool.alloc(100).unwrap();
         assert_ne!(a, b);
         assert_eq!(a as usize % CLASS_STEP, 0);
-        assert!(HugeHeap::global().contains(a));
+        assert!(HugeHeap::writers().contains(a));
         assert_eq!(pool.footprint(), CHUNK);
         // SAFETY: `a` came from this pool with this size and is not used again.
         unsafe { pool.dealloc(a, 100) };

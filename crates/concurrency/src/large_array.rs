@@ -47,9 +47,19 @@ pub struct LargeArray<T> {
 pub(crate) enum Source {
     /// The global allocator (or no memory at all, for an empty array).
     Global,
-    /// The process's [`HugeHeap`](crate::huge_heap::HugeHeap).
+    /// One of the process's heaps of huge-page regions.
     #[cfg(all(target_os = "linux", not(loom)))]
-    HugeHeap,
+    HugeHeap(&'static crate::huge_heap::HugeHeap),
+}
+
+/// Which of the process's heaps of huge-page regions an allocation below a huge page comes from
+/// (see [`huge_heap`](crate::huge_heap)).
+#[derive(Clone, Copy)]
+pub(crate) enum Placement {
+    /// Arrays and nodes that bulk loads and restructurings build.
+    Arrays,
+    /// Memory that operations allocate on their own path.
+    Writes,
 }
 
 // SAFETY: the array owns its values like a `Box<[T]>`: sending it sends them, and sharing it
@@ -68,7 +78,7 @@ impl<T> LargeArray<T> {
         let (ptr, source) = if layout.size() == 0 {
             (NonNull::dangling(), Source::Global)
         } else {
-            let (ptr, source) = allocate(layout);
+            let (ptr, source) = allocate(layout, Placement::Arrays);
             (ptr.cast::<T>(), source)
         };
         let mut filling = Filling {
@@ -189,13 +199,13 @@ impl<T> Drop for Filling<T> {
     }
 }
 
-/// Memory for `layout`: from the process's heap of huge-page regions where that serves it
-/// (below a huge page, on Linux), else from the global allocator, advised for huge pages when it
-/// is aligned to one. Panics if the layout's size is zero; aborts if it cannot be allocated.
-/// Free it with [`Source::release`].
-pub(crate) fn allocate(layout: Layout) -> (NonNull<u8>, Source) {
+/// Memory for `layout`: from the process's heap of huge-page regions for `placement` where that
+/// serves it (below a huge page, on Linux), else from the global allocator, advised for huge
+/// pages when it is aligned to one. Panics if the layout's size is zero; aborts if it cannot be
+/// allocated. Free it with [`Source::release`].
+pub(crate) fn allocate(layout: Layout, placement: Placement) -> (NonNull<u8>, Source) {
     assert!(layout.size() > 0, "an allocation holds at least one byte");
-    if let Some(served) = from_huge_heap(layout) {
+    if let Some(served) = from_huge_heap(layout, placement) {
         return served;
     }
     // SAFETY: the layout's size is not zero (asserted above).
@@ -219,11 +229,8 @@ impl Source {
             // SAFETY: by the function's contract, `ptr` came from `alloc` with this layout.
             Source::Global => unsafe { dealloc(ptr.as_ptr(), layout) },
             #[cfg(all(target_os = "linux", not(loom)))]
-            // SAFETY: by the function's contract, `ptr` came from the process's heap with
-            // this layout.
-            Source::HugeHeap => unsafe {
-                crate::huge_heap::HugeHeap::global().dealloc(ptr, layout)
-            },
+            // SAFETY: by the function's contract, `ptr` came from this heap with this layout.
+            Source::HugeHeap(heap) => unsafe { heap.dealloc(ptr, layout) },
         }
     }
 }
@@ -241,31 +248,36 @@ fn layout_of<T>(len: usize) -> Layout {
 }
 
 /// Memory for an array smaller than a huge page from the process's heap of huge-page regions
-/// ([`HugeHeap`](crate::huge_heap::HugeHeap)); `None` for a larger array (it gets pages of its
-/// own) or where the heap cannot serve it.
+/// for `placement` ([`HugeHeap`](crate::huge_heap::HugeHeap)); `None` for a larger array (it
+/// gets pages of its own) or where the heap cannot serve it.
 #[cfg(all(target_os = "linux", not(loom)))]
-fn from_huge_heap(layout: Layout) -> Option<(NonNull<u8>, Source)> {
+fn from_huge_heap(layout: Layout, placement: Placement) -> Option<(NonNull<u8>, Source)> {
+    use crate::huge_heap::HugeHeap;
     if layout.size() >= HUGE_PAGE {
         return None;
     }
-    let ptr = crate::huge_heap::HugeHeap::global().alloc(layout)?;
-    Some((ptr, Source::HugeHeap))
+    let heap = match placement {
+        Placement::Arrays => HugeHeap::global(),
+        Placement::Writes => HugeHeap::writers(),
+    };
+    let ptr = heap.alloc(layout)?;
+    Some((ptr, Source::HugeHeap(heap)))
 }
 
 /// Off Linux and under loom every array comes from the global allocator.
 #[cfg(not(all(target_os = "linux", not(loom))))]
-fn from_huge_heap(_layout: Layout) -> Option<(NonNull<u8>, Source)> {
+fn from_huge_heap(_layout: Layout, _placement: Placement) -> Option<(NonNull<u8>, Source)> {
     None
 }
 
 /// Where the allocation holding `ptr` came from (a zero-sized one: nowhere, freed as global).
 #[cfg(all(target_os = "linux", not(loom)))]
 fn source_of(ptr: NonNull<u8>) -> Source {
-    if crate::huge_heap::HugeHeap::global().contains(ptr.as_ptr()) {
-        Source::HugeHeap
-    } else {
-        Source::Global
-    }
+    use crate::huge_heap::HugeHeap;
+    [HugeHeap::global(), HugeHeap::writers()]
+        .into_iter()
+        .find(|heap| heap.contains(ptr.as_ptr()))
+        .map_or(Source::Global, Source::HugeHeap)
 }
 
 /// Off Linux and under loom every allocation comes from the global allocator.
@@ -349,6 +361,23 @@ mod tests {
         let unit = into_raw(());
         // SAFETY: as above.
         unsafe { drop_raw(unit) };
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn arrays_and_writes_come_from_their_own_heaps() {
+        use crate::huge_heap::HugeHeap;
+        let layout = Layout::from_size_align(4096, 64).expect("a valid layout");
+        for (placement, home, other) in [
+            (Placement::Arrays, HugeHeap::global(), HugeHeap::writers()),
+            (Placement::Writes, HugeHeap::writers(), HugeHeap::global()),
+        ] {
+            let (ptr, source) = allocate(layout, placement);
+            assert!(home.contains(ptr.as_ptr()) && !other.contains(ptr.as_ptr()));
+            assert!(matches!(source, Source::HugeHeap(heap) if std::ptr::eq(heap, home)));
+            // SAFETY: `ptr` came from `allocate` with this layout and source; freed once.
+            unsafe { source.release(ptr, layout) };
+        }
     }
 
     #[test]

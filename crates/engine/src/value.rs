@@ -244,7 +244,7 @@ mod tests {
         ] {
             let value = vec![len as u8; len];
             let word = encode(&value);
-            let pooled = HugeHeap::global().contains(word as usize as *const u8);
+            let pooled = HugeHeap::writers().contains(word as usize as *const u8);
             assert_eq!(pooled, len <= largest_pooled, "length {len}");
             let size = HEADER + len;
             let block = if pooled {
