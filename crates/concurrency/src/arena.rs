@@ -383,6 +383,16 @@ mod tests {
         assert_eq!(seen, expected);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn chunks_come_from_the_writers_heap() {
+        use crate::huge_heap::HugeHeap;
+        let arena = Arena::<u64>::new(4, 4);
+        let value: *const u64 = arena.alloc(9);
+        assert!(HugeHeap::writers().contains(value.cast()));
+        assert!(!HugeHeap::global().contains(value.cast()));
+    }
+
     #[test]
     fn small_chunks_are_rounded_up_past_the_fastbins() {
         let arena = Arena::<u64>::new(1, 4);
