@@ -17,8 +17,8 @@
 //! A mutex serialises the heap. Its users allocate when they build an array (a bulk load, a
 //! compaction) and when an [`Arena`](crate::arena::Arena) fills its newest chunk, which about
 //! one insert in fifty does in the `rw` mix at write ratio 0.5 (the measurement log, session
-//! 33): the lock is taken often but held briefly. Each allocation has the
-//! `prefault` thread populate up to [`POPULATE_AHEAD`] bytes of its region
+//! 33): the lock is taken often but held briefly. In a heap that populates ahead (below), each
+//! allocation has the `prefault` thread populate up to [`POPULATE_AHEAD`] bytes of its region
 //! beyond it, so a growing user mostly writes pages that are already there.
 //!
 //! The process has two such heaps. [`HugeHeap::writers`] holds what an operation allocates on
@@ -48,7 +48,7 @@ pub const GRANULE: usize = 64;
 /// rounded up to huge pages).
 pub const REGION: usize = 64 << 20;
 
-/// How far beyond an allocation's end the heap has its region populated ahead of use.
+/// How far beyond an allocation's end a heap that populates ahead has its region populated.
 pub const POPULATE_AHEAD: usize = 4 * HUGE_PAGE;
 
 /// A heap of extents in huge-page regions. See the module comment.
