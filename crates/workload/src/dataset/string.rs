@@ -278,10 +278,15 @@ mod tests {
         );
     }
 
+    /// The mean length of `keys`, in bytes.
+    fn mean_len(keys: &[Vec<u8>]) -> f64 {
+        keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len() as f64
+    }
+
     #[test]
     fn urls_look_like_the_quote_set() {
         let keys = urls(10_000, 5);
-        let mean = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len() as f64;
+        let mean = mean_len(&keys);
         assert!((50.0..75.0).contains(&mean), "mean length {mean}");
         assert!(keys.iter().all(|k| k.len() <= MAX_URL_LEN));
     }
@@ -289,7 +294,7 @@ mod tests {
     #[test]
     fn emails_look_like_hydralists_set() {
         let keys = emails(10_000, 5);
-        let mean = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len() as f64;
+        let mean = mean_len(&keys);
         assert!((19.0..21.0).contains(&mean), "mean length {mean}");
         assert!(keys.iter().all(|k| k.len() <= MAX_EMAIL_LEN));
         assert!(
