@@ -268,9 +268,17 @@ pub struct Reported {
     pub interval: Duration,
 }
 
+/// The seed of the operation streams of run `run` (from 0) of a series under `--seed` `seed`:
+/// the first run's is `seed` itself, each later run's its own, so that the runs a median is
+/// taken over draw different operations, while every contender of one run draws the same.
+pub fn run_seed(seed: u64, run: usize) -> u64 {
+    seed ^ (run as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// Measures every contender at every thread count of `options`, `--runs` times each (runs
-/// interleaved over the contenders), and reports each median run. Thread `t` of a run over a
-/// contender's key space executes `streams(space, t, threads, seed)`.
+/// interleaved over the contenders, each run on its own streams, [`run_seed`]), and reports each
+/// median run. Thread `t` of a run over a contender's key space executes
+/// `streams(space, t, threads, seed)`.
 pub fn compare<'s, K, A, G, F>(
     options: &Options,
     case: &Case,
@@ -295,7 +303,7 @@ where
                     &pairs,
                     case.timing,
                     threads,
-                    options.seed,
+                    run_seed(options.seed, run),
                     |thread, seed| streams(contender.space, thread, threads, seed),
                 )?;
                 drop(index);

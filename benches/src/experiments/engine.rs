@@ -36,6 +36,7 @@ use workload::report::Record;
 use super::Outcome;
 use crate::args::{Experiment, GET_MANY_BATCH, KvWorkload, Options};
 use crate::error::Error;
+use crate::measure::run_seed;
 use crate::output::target_dir;
 use crate::plot::Metric;
 use crate::stores::{self, KvStore, Notes, Pair, STORES, StoreEntry, disk_bytes};
@@ -282,7 +283,7 @@ fn workloads(
 ) -> Result<Vec<(KvWorkload, Measured)>, String> {
     let records = plan.records;
     let loaded = plan.loaded;
-    let seed = plan.seed ^ (run as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let seed = run_seed(plan.seed, run);
     let wants = |workload| plan.workloads.contains(&workload);
     let mut out = Vec::new();
 

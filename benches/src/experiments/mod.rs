@@ -23,7 +23,7 @@ use workload::{Dataset, IndexAdapter, KeySpace, Workload, dataset};
 
 use crate::args::{Experiment, MIN_KEYS, Options};
 use crate::error::Error;
-use crate::measure::{Contender, Reported};
+use crate::measure::{Contender, Reported, run_seed};
 use crate::oracle;
 use crate::plot::{Metric, Series};
 use crate::registry::{ENTRIES, Entry, Family};
@@ -287,7 +287,7 @@ impl IntegerSpaces {
     }
 
     /// Checks, when the oracle is among `entries`, that `workload` draws the same ranks over the
-    /// positions as over the keys at every thread count.
+    /// positions as over the keys at every thread count, in every run.
     fn check_oracle(
         &self,
         entries: &[&'static Entry],
@@ -296,14 +296,16 @@ impl IntegerSpaces {
     ) -> Result<(), Error> {
         if entries.iter().any(|entry| is_oracle(entry)) {
             for &threads in &options.threads {
-                oracle::check_same_draws(
-                    workload,
-                    &self.space,
-                    &self.positions,
-                    threads,
-                    options.seed,
-                )
-                .map_err(Error::Failed)?;
+                for run in 0..options.runs {
+                    oracle::check_same_draws(
+                        workload,
+                        &self.space,
+                        &self.positions,
+                        threads,
+                        run_seed(options.seed, run),
+                    )
+                    .map_err(Error::Failed)?;
+                }
             }
         }
         Ok(())
