@@ -4,17 +4,20 @@
 //! `target/repro/EXPERIMENT.csv` and `.svg`. `--help` lists the experiments and options; see
 //! `benches/README.md`.
 //!
-//! The binary installs the counting allocator that measures each index's bytes per key.
+//! The binary installs the counting allocator that measures each index's bytes per key, unless
+//! it is built with the `uncounted-alloc` feature, which measures what the counting costs the
+//! indexes that allocate per operation (the bytes per key then count the huge-page heap alone).
 
 use std::process::ExitCode;
 
-use learnkv_bench::alloc_counter::CountingAllocator;
 use learnkv_bench::args::{self, Command};
 use learnkv_bench::error::Error;
 use learnkv_bench::{experiments, output};
 
+#[cfg(not(feature = "uncounted-alloc"))]
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: learnkv_bench::alloc_counter::CountingAllocator =
+    learnkv_bench::alloc_counter::CountingAllocator;
 
 fn main() -> ExitCode {
     let options = match args::parse(std::env::args().skip(1)) {
