@@ -1,7 +1,10 @@
 //! `xindex-wal-periodic` and `xindex-wal-immediate`: XIndex-R (`range_index::XIndex<u64>`)
 //! with every write logged through `wal_checkpoint::Wal` (XIndex §5), with `Periodic(200 ms)` or
 //! `Immediate` durability. A write is
-//! `wal.put(0, &key.to_be_bytes(), &value.to_le_bytes(), || index.insert(key, value))`.
+//! `wal.put(0, &key.to_be_bytes(), &value.to_le_bytes(), || index.insert(key, value))`; an
+//! update is the same put made conditional (`Wal::write_if`): the key's presence is checked and
+//! its record updated in place under the key's log lock, so a remove in between can neither be
+//! undone by the update nor leave a logged put of a key the index no longer holds.
 //!
 //! The log lives in a fresh directory under `target/repro/wal-tmp/`, removed on drop. The bulk
 //! load also writes one checkpoint of the loaded index (timed, reported in the notes, and not
@@ -152,10 +155,17 @@ impl IndexAdapter<u64> for XIndexWal {
     }
 
     fn update(&self, key: u64, value: u64) -> bool {
-        self.index().get(&key).is_some() && {
-            self.insert(key, value);
-            true
-        }
+        let index = self.index();
+        self.wal()
+            .write_if(
+                0,
+                &key.to_be_bytes(),
+                Some(&value.to_le_bytes()),
+                || index.get(&key).is_some(),
+                || index.update(&key, |_| value),
+            )
+            .expect("the log write succeeds")
+            .is_some()
     }
 
     fn remove(&self, key: u64) -> Option<u64> {
