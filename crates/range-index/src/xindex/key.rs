@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 use std::fmt::Debug;
 use std::ops::Range;
 
+use learned_model::search::exponential_lower_bound_by;
 use learned_model::{
     GreedyGrouping, Key, KeyModel, LinearModel, PiecewiseRoot, Rmi, StringModel, common_prefix_len,
     optimal_segments, prefix_word,
@@ -19,6 +20,7 @@ use learned_model::{
 
 use crate::xindex::byte_key::ByteKey;
 use crate::xindex::config::Config;
+use crate::xindex::root::Slot;
 
 mod sealed {
     pub trait Sealed {}
@@ -39,8 +41,23 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
         config: &Config,
     ) -> Self::RootModel;
 
-    /// How many of `pivots` (those the model was trained on) are `<= key`.
-    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &Self::Query) -> usize;
+    /// What a root slot keeps of its group's pivot beside the group pointer: `u64` the pivot
+    /// itself, so that the root's search of the slots reads the pointer it ends at in the
+    /// line it compared last; byte strings nothing (their root searches the pivots' hints).
+    type SlotKey: Copy + PartialEq + Debug + Send + Sync + 'static;
+
+    /// The copy of `pivot` its root slot keeps.
+    fn slot_key(pivot: &Self) -> Self::SlotKey;
+
+    /// How many of the pivots the model was trained on are `<= key`: `slots` are their root
+    /// slots (with the copies of [`IndexKey::slot_key`]), `pivots` the pivots themselves;
+    /// each key type searches the one that holds what it compares.
+    fn count_at_or_below(
+        model: &Self::RootModel,
+        pivots: &[Self],
+        slots: &[Slot<Self>],
+        key: &Self::Query,
+    ) -> usize;
 
     /// Splits the strictly increasing `keys` of a bulk load into the key ranges of the initial
     /// groups, in order, covering every key (each range non-empty).
@@ -197,10 +214,19 @@ impl IndexKey for u64 {
         rmi
     }
 
-    /// The RMI's search ([`Rmi::lower_bound`]).
+    type SlotKey = u64;
+
+    fn slot_key(pivot: &u64) -> u64 {
+        *pivot
+    }
+
+    /// The RMI's search ([`Rmi::lower_bound`]: an exponential search from its prediction), on
+    /// the slots' copies of the pivots.
     #[inline]
-    fn count_at_or_below(model: &Rmi, pivots: &[Self], key: &u64) -> usize {
-        count_at_or_below(pivots, key, model.lower_bound(pivots, *key))
+    fn count_at_or_below(model: &Rmi, _: &[Self], slots: &[Slot<Self>], key: &u64) -> usize {
+        let predicted = model.predict(*key).0;
+        let lb = exponential_lower_bound_by(slots, predicted, |slot| slot.key() < *key);
+        lb + usize::from(slots.get(lb).is_some_and(|slot| slot.key() == *key))
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
@@ -312,10 +338,19 @@ impl IndexKey for Vec<u8> {
             .expect("pivots are non-empty and strictly increasing; the steps are valid")
     }
 
-    /// The piecewise root's search; `prepare` is not called (the root searches the pivots'
-    /// hints first, and this model only where they tie).
+    type SlotKey = ();
+
+    fn slot_key(_: &Self) {}
+
+    /// The piecewise root's search of the pivots; `prepare` is not called (the root searches
+    /// the pivots' hints first, and this model only where they tie).
     #[inline]
-    fn count_at_or_below(model: &Self::RootModel, pivots: &[Self], key: &[u8]) -> usize {
+    fn count_at_or_below(
+        model: &Self::RootModel,
+        pivots: &[Self],
+        _: &[Slot<Self>],
+        key: &[u8],
+    ) -> usize {
         count_at_or_below(pivots, key, model.lower_bound(pivots, key))
     }
 
@@ -425,7 +460,11 @@ mod tests {
     fn integer_routing_counts_the_pivots_at_or_below() {
         let pivots: Vec<u64> = vec![10, 20, 30, 1_000];
         let root = u64::train_root(&pivots, None, &Config::default());
-        let count = |key| u64::count_at_or_below(&root, &pivots, &key);
+        let slots: Vec<Slot<u64>> = pivots
+            .iter()
+            .map(|pivot| Slot::new(pivot, std::ptr::null_mut()))
+            .collect();
+        let count = |key| u64::count_at_or_below(&root, &pivots, &slots, &key);
         assert_eq!(count(0), 0, "below every pivot");
         assert_eq!(count(10), 1);
         assert_eq!(count(19), 1);
@@ -438,7 +477,7 @@ mod tests {
     fn string_routing_handles_prefixes() {
         let pivots: Vec<Vec<u8>> = vec![b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()];
         let root = Vec::<u8>::train_root(&pivots, None, &Config::default());
-        let count = |key: &[u8]| Vec::<u8>::count_at_or_below(&root, &pivots, key);
+        let count = |key: &[u8]| Vec::<u8>::count_at_or_below(&root, &pivots, &[], key);
         assert_eq!(count(b""), 0);
         assert_eq!(count(b"a"), 1);
         assert_eq!(count(b"aa"), 1);

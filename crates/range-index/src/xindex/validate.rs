@@ -20,6 +20,10 @@ impl<K: IndexKey> Restructurer<'_, K> {
             pivots.windows(2).all(|w| w[0] < w[1]),
             "root pivots are strictly increasing"
         );
+        assert!(
+            root.slots_copy_their_pivots(),
+            "root slots keep their pivots' copies"
+        );
         assert!(root.group(0).is_some(), "slot 0 holds a group");
         for (slot, pivot) in pivots.iter().enumerate() {
             if let Some(group) = root.group(slot) {
