@@ -86,7 +86,8 @@ pub struct Stats {
     /// Models whose predictions a table of residuals corrects (XIndex-R: learnkv's addition,
     /// not in the paper; the README's design notes, "Corrected predictions").
     pub corrected_models: usize,
-    /// Keys held in delta indexes (buffers not yet merged), over all groups.
+    /// Keys held in delta indexes (buffers not yet merged), over all groups, removed ones
+    /// included: a removal marks its entry, and the entry leaves with the next compaction.
     pub delta_keys: usize,
     /// The largest number of keys held by one group's delta indexes.
     pub max_delta_keys: usize,
