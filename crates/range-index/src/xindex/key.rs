@@ -161,9 +161,10 @@ pub(crate) fn tied_run<H: Ord + Copy>(ties: &[H], run: Range<usize>, tie: H) -> 
     from..from + ties[from..run.end].partition_point(|&t| t <= tie)
 }
 
-/// How many of `pivots` are `<= key`, given the lower bound `lb` of `key` in `pivots`.
-fn count_at_or_below<K: Key>(pivots: &[K], key: &K::Query, lb: usize) -> usize {
-    lb + usize::from(pivots.get(lb).is_some_and(|p| p.borrow() == key))
+/// How many of the ascending `items` are `<= key`, given the lower bound `lb` of `key` among
+/// them and whether an item `is_key`.
+fn count_at_or_below<T>(items: &[T], lb: usize, is_key: impl FnOnce(&T) -> bool) -> usize {
+    lb + usize::from(items.get(lb).is_some_and(is_key))
 }
 
 /// `ranges` with every range longer than `max` cut into pieces of at most `max` keys.
@@ -226,7 +227,7 @@ impl IndexKey for u64 {
     fn count_at_or_below(model: &Rmi, _: &[Self], slots: &[Slot<Self>], key: &u64) -> usize {
         let predicted = model.predict(*key).0;
         let lb = exponential_lower_bound_by(slots, predicted, |slot| slot.key() < *key);
-        lb + usize::from(slots.get(lb).is_some_and(|slot| slot.key() == *key))
+        count_at_or_below(slots, lb, |slot| slot.key() == *key)
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
@@ -351,7 +352,8 @@ impl IndexKey for Vec<u8> {
         _: &[Slot<Self>],
         key: &[u8],
     ) -> usize {
-        count_at_or_below(pivots, key, model.lower_bound(pivots, key))
+        let lb = model.lower_bound(pivots, key);
+        count_at_or_below(pivots, lb, |pivot| pivot.as_slice() == key)
     }
 
     fn initial_groups(keys: &[Self], config: &Config) -> Vec<Range<usize>> {
