@@ -15,6 +15,7 @@ use std::ops::Range;
 
 use crate::error::{Error, Result, check_sorted};
 use crate::model::KeyModel;
+use crate::partial_key::PartialKeyLayout;
 use crate::string_model::StringModel;
 
 /// The parameters `(et, pt, fs, bs)` of greedy grouping.
@@ -75,10 +76,14 @@ impl GreedyGrouping {
             });
         }
         check_sorted(keys)?;
+        // The layout alone decides the partial-key threshold, in one pass over the keys: a
+        // run whose partial keys are too long is refused before a model is fitted to it.
         let fits = |range: Range<usize>| {
-            let model = StringModel::fit(&keys[range]).expect("a run of sorted keys fits");
-            model.mean_abs_error() <= self.error_threshold
-                && model.layout().effective_len() <= self.max_partial_len
+            let keys = &keys[range];
+            let layout = PartialKeyLayout::from_sorted(keys).expect("the keys are sorted");
+            layout.effective_len() <= self.max_partial_len
+                && StringModel::fit_with_layout(keys, layout).mean_abs_error()
+                    <= self.error_threshold
         };
         let mut groups = Vec::new();
         let mut start = 0;

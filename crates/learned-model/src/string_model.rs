@@ -44,7 +44,14 @@ impl StringModel {
     /// Fits by least squares over `keys[i] -> i`.
     pub fn fit<K: AsRef<[u8]> + Ord>(keys: &[K]) -> Result<Self> {
         // The layout checks that the keys are sorted.
-        let layout = PartialKeyLayout::from_sorted(keys)?;
+        Ok(Self::fit_with_layout(
+            keys,
+            PartialKeyLayout::from_sorted(keys)?,
+        ))
+    }
+
+    /// [`fit`](Self::fit) given the keys' layout, for a caller that has computed it.
+    pub(crate) fn fit_with_layout<K: AsRef<[u8]>>(keys: &[K], layout: PartialKeyLayout) -> Self {
         let dims = layout.effective_len().min(MAX_FEATURES);
         let n = keys.len() as f64;
         let mut x = vec![0.0; dims];
@@ -90,7 +97,7 @@ impl StringModel {
             total += error.unsigned_abs();
         }
         model.mean_abs_error = total as f64 / n;
-        Ok(model)
+        model
     }
 
     /// The partial-key layout of the trained keys.
