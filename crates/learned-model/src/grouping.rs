@@ -76,11 +76,12 @@ impl GreedyGrouping {
             });
         }
         check_sorted(keys)?;
-        // The layout alone decides the partial-key threshold, in one pass over the keys: a
-        // run whose partial keys are too long is refused before a model is fitted to it.
+        // The layout alone decides the partial-key threshold: a run whose partial keys are too
+        // long is refused before a model is fitted to it. Every run is a non-empty slice of the
+        // keys checked above.
         let fits = |range: Range<usize>| {
             let keys = &keys[range];
-            let layout = PartialKeyLayout::from_sorted(keys).expect("the keys are sorted");
+            let layout = PartialKeyLayout::of_sorted(keys);
             layout.effective_len() <= self.max_partial_len
                 && StringModel::fit_with_layout(keys, layout).mean_abs_error()
                     <= self.error_threshold

@@ -39,9 +39,15 @@ impl PartialKeyLayout {
     /// Computes the layout of strictly increasing `keys`.
     pub fn from_sorted<K: AsRef<[u8]> + Ord>(keys: &[K]) -> Result<Self> {
         check_sorted(keys)?;
+        Ok(Self::of_sorted(keys))
+    }
+
+    /// [`from_sorted`](Self::from_sorted) for keys the caller has checked: non-empty and
+    /// strictly increasing.
+    pub(crate) fn of_sorted<K: AsRef<[u8]>>(keys: &[K]) -> Self {
         let first = keys[0].as_ref();
         if keys.len() == 1 {
-            return Ok(Self::new(first.to_vec(), 0));
+            return Self::new(first.to_vec(), 0);
         }
         let mut common = usize::MAX;
         let mut longest_shared = 0;
@@ -53,10 +59,10 @@ impl PartialKeyLayout {
             longest_shared = longest_shared.max(shared);
             longest_key = longest_key.max(a.len()).max(b.len());
         }
-        Ok(Self::new(
+        Self::new(
             first[..common].to_vec(),
             (longest_shared + 1).min(longest_key) - common,
-        ))
+        )
     }
 
     fn new(prefix: Vec<u8>, effective_len: usize) -> Self {
