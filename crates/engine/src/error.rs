@@ -77,10 +77,11 @@ pub enum Error {
         /// The table's key type.
         found_key: KeyType,
     },
-    /// A table name that is empty or longer than 255 bytes.
-    #[error("invalid table name {name:?}: {reason}")]
+    /// A table name that is empty or longer than 255 bytes. The message quotes at most the
+    /// first 64 bytes of a long name, and its length.
+    #[error("invalid table name {}: {reason}", shown_name(name))]
     InvalidTableName {
-        /// The name.
+        /// The name, whole.
         name: String,
         /// Why it is refused.
         reason: &'static str,
@@ -172,6 +173,20 @@ impl Error {
             reason: reason.into(),
         }
     }
+}
+
+/// How much of a refused table name an error message quotes: a name can be as long as the
+/// caller's string, and a message that ends up in a service's log should not be.
+const SHOWN_NAME_BYTES: usize = 64;
+
+/// `name` quoted for a message: whole if it is short, else its first [`SHOWN_NAME_BYTES`]
+/// bytes (cut at a character boundary) and its length.
+fn shown_name(name: &str) -> String {
+    if name.len() <= SHOWN_NAME_BYTES {
+        return format!("{name:?}");
+    }
+    let cut = name.floor_char_boundary(SHOWN_NAME_BYTES);
+    format!("{:?}… ({} bytes)", &name[..cut], name.len())
 }
 
 /// The engine's result type.

@@ -126,6 +126,17 @@ fn bad_table_names_are_refused() {
         db.hash_table::<u64>(&long),
         Err(Error::InvalidTableName { .. })
     ));
+    // The error keeps the whole name; its message quotes a bounded prefix of it, cut between
+    // characters (after the "a", each "é" is two bytes: the 64th byte falls inside the 32nd).
+    let huge = format!("a{}", "é".repeat(100_000));
+    let error = db.ordered_table::<u64>(&huge).unwrap_err();
+    assert!(matches!(&error, Error::InvalidTableName { name, .. } if *name == huge));
+    let message = error.to_string();
+    let shown = format!("\"a{}\"… ({} bytes)", "é".repeat(31), huge.len());
+    assert!(message.contains(&shown), "{message}");
+    assert!(message.len() < 200, "{message}");
+    let short = db.ordered_table::<u64>("").unwrap_err().to_string();
+    assert_eq!(short, "invalid table name \"\": empty");
     db.hash_table::<u64>(&"n".repeat(engine::MAX_TABLE_NAME))
         .unwrap();
 }
