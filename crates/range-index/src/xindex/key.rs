@@ -49,6 +49,16 @@ pub trait IndexKey: Key<Model: Clone> + sealed::Sealed {
     /// The copy of `pivot` its root slot keeps.
     fn slot_key(pivot: &Self) -> Self::SlotKey;
 
+    /// `model`'s line in the offsets of [`window_offset`](Self::window_offset) from the slot
+    /// key `base`, with positions counted from the group's first record (the model's first is
+    /// `start`): `position ≈ slope · offset + intercept`, for the root's window hints; `None`
+    /// for key types whose root keeps none.
+    fn window_line(model: &Self::Model, start: usize, base: Self::SlotKey) -> Option<(f64, f64)>;
+
+    /// How far `query` lies above the slot key `base`, in the units of
+    /// [`window_line`](Self::window_line).
+    fn window_offset(query: &Self::Query, base: Self::SlotKey) -> f64;
+
     /// How many of the pivots the model was trained on are `<= key`: `slots` are their root
     /// slots (with the copies of [`IndexKey::slot_key`]), `pivots` the pivots themselves;
     /// each key type searches the one that holds what it compares.
@@ -221,6 +231,16 @@ impl IndexKey for u64 {
         *pivot
     }
 
+    fn window_line(model: &LinearModel, start: usize, base: u64) -> Option<(f64, f64)> {
+        let shift = model.slope() * model.pivot().saturating_sub(base) as f64;
+        Some((model.slope(), start as f64 + model.intercept() - shift))
+    }
+
+    #[inline]
+    fn window_offset(query: &u64, base: u64) -> f64 {
+        query.saturating_sub(base) as f64
+    }
+
     /// The RMI's search ([`Rmi::lower_bound`]: an exponential search from its prediction), on
     /// the slots' copies of the pivots.
     #[inline]
@@ -342,6 +362,14 @@ impl IndexKey for Vec<u8> {
     type SlotKey = ();
 
     fn slot_key(_: &Self) {}
+
+    fn window_line(_: &StringModel, _: usize, (): ()) -> Option<(f64, f64)> {
+        None
+    }
+
+    fn window_offset(_: &[u8], (): ()) -> f64 {
+        0.0
+    }
 
     /// The piecewise root's search of the pivots; `prepare` is not called (the root searches
     /// the pivots' hints first, and this model only where they tie).

@@ -43,6 +43,7 @@ mod scan;
 mod split;
 mod stats;
 mod validate;
+mod window_hint;
 
 pub use byte_key::ByteKey;
 pub use config::{Config, MAX_MODELS};

@@ -53,7 +53,7 @@ impl<K: IndexKey> Inner<K> {
     /// before any other change, and at the end of the pass. A deferred group keeps its link:
     /// a later change touches only groups after it, and the root update runs after the last
     /// batch. A pass that changed groups without a root update refreshes the root's table
-    /// hints ([`Root::refresh_table_hints`](crate::xindex::root::Root::refresh_table_hints)).
+    /// and window hints ([`Root::refresh_hints`](crate::xindex::root::Root::refresh_hints)).
     /// A group linked from another's `next` (a later piece of a split the root does not index
     /// yet), or that has a `next`, is rebuilt at once.
     ///
@@ -118,7 +118,7 @@ impl<K: IndexKey> Inner<K> {
             restructurer.update_root(&mut |_| {});
         } else if changed {
             let root = restructurer.root();
-            root.refresh_table_hints(0..root.slot_count());
+            root.refresh_hints(0..root.slot_count());
         }
         changed
     }
@@ -153,7 +153,7 @@ impl<K: IndexKey> Inner<K> {
         }
         batch.flush();
         if changed {
-            root.refresh_table_hints(share.items(root.slot_count()));
+            root.refresh_hints(share.items(root.slot_count()));
         }
         changed
     }

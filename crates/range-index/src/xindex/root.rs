@@ -22,7 +22,9 @@
 //! for 10M lognormal keys) outgrow a core's L2 cache, so each is a miss of its own. The hints
 //! are only ever requested, never read through, so a stale one (a group compacted since) costs
 //! a wasted request and nothing else; the passes that replace groups refresh them
-//! ([`Root::refresh_table_hints`]), a root update builds them anew.
+//! ([`Root::refresh_hints`]), a root update builds them anew. A root of many slots keeps
+//! window hints beside them too ([`window_hint`](crate::xindex::window_hint)): where its
+//! group's key window lies, so that window is requested with the node as well.
 
 use std::cmp::Ordering as KeyOrder;
 use std::mem::size_of;
@@ -37,10 +39,15 @@ use concurrency::sync::atomic::{AtomicPtr, Ordering};
 use crate::xindex::config::Config;
 use crate::xindex::group::Group;
 use crate::xindex::key::{IndexKey, tied_run};
+use crate::xindex::window_hint::WindowHint;
 
 /// The longest run of pivots with equal hints and tie hints that a lookup searches directly (a
 /// binary search of about four comparisons); a longer one is left to the root model.
 const MAX_PIVOT_RUN: usize = 16;
+
+/// The fewest slots for which a root keeps window hints: below, the group nodes stay cached
+/// and a lookup's window requests already follow the node's arrival closely.
+const WINDOW_HINT_MIN_SLOTS: usize = 4096;
 
 /// The root of XIndex-R.
 pub(crate) struct Root<K: IndexKey> {
@@ -62,6 +69,10 @@ pub(crate) struct Root<K: IndexKey> {
     /// One per slot, where the slot's group keeps its correction tables (module comment); none
     /// when no group kept tables as the root was built (osm's 36K groups: no array to load).
     table_hints: Box<[TableHint]>,
+    /// One per slot, where the slot's group keeps its keys and cells and its models' lines
+    /// ([`window_hint`](crate::xindex::window_hint)); none below [`WINDOW_HINT_MIN_SLOTS`]
+    /// slots, nor for key types without window lines.
+    window_hints: Box<[WindowHint]>,
 }
 
 /// A root slot: its group (NULL after a merge) and the key type's copy of its pivot.
@@ -152,6 +163,7 @@ impl<K: IndexKey> Root<K> {
             slots,
             model,
             table_hints: Box::default(),
+            window_hints: Box::default(),
         };
         let keeps_tables = |slot| {
             root.group(slot)
@@ -161,20 +173,27 @@ impl<K: IndexKey> Root<K> {
             root.table_hints = (0..root.slots.len())
                 .map(|_| TableHint::default())
                 .collect();
-            root.refresh_table_hints(0..root.slots.len());
         }
+        if !K::HINTED && root.slots.len() >= WINDOW_HINT_MIN_SLOTS {
+            root.window_hints = (0..root.slots.len())
+                .map(|_| WindowHint::default())
+                .collect();
+        }
+        root.refresh_hints(0..root.slots.len());
         root
     }
 
-    /// Notes where the groups of `slots` keep their correction tables now (the root must have
-    /// been reached under protection, as for [`Root::group`]); nothing if the root keeps no
-    /// hints.
-    pub(crate) fn refresh_table_hints(&self, slots: impl Iterator<Item = usize>) {
-        if self.table_hints.is_empty() {
-            return;
-        }
+    /// Notes where the groups of `slots` keep their correction tables, arrays and models now
+    /// (the root must have been reached under protection, as for [`Root::group`]), in the
+    /// table and window hints the root keeps.
+    pub(crate) fn refresh_hints(&self, slots: impl Iterator<Item = usize>) {
         for slot in slots {
-            self.table_hints[slot].set(self.group(slot));
+            if let Some(hint) = self.table_hints.get(slot) {
+                hint.set(self.group(slot));
+            }
+            if let Some(hint) = self.window_hints.get(slot) {
+                hint.set(self.group(slot), self.slots[slot].key);
+            }
         }
     }
 
@@ -275,6 +294,9 @@ impl<K: IndexKey> Root<K> {
         // array bases) span its lines: request them together, as one miss instead of two
         // dependent ones (osm, 36K nodes beyond the caches: single-threaded gets 10% faster).
         prefetch::slice(std::slice::from_ref(group));
+        if let Some(hint) = self.window_hints.get(slot) {
+            hint.request::<K>(K::window_offset(key, self.slots[slot].key));
+        }
         while let Some(next) = group.next() {
             if next.pivot().borrow() > key {
                 return (group, Some(next.pivot()));
@@ -341,6 +363,7 @@ impl<K: IndexKey> Root<K> {
             + pivots
             + self.pivots.len() * (size_of::<K>() + 2 * size_of::<K::Hint>() + size_of::<Slot<K>>())
             + self.table_hints.len() * size_of::<TableHint>()
+            + self.window_hints.len() * size_of::<WindowHint>()
     }
 }
 
@@ -412,5 +435,100 @@ mod tests {
                 .zip(&compacted)
                 .any(|(now, then)| now.1 != then.1)
         );
+    }
+
+    /// For every slot of `index`'s root with a group: whether its window hint names the
+    /// group's arrays and predicts each trained key of the hinted models where the model does.
+    fn window_hints_match_the_groups(index: &XIndex<u64>) -> bool {
+        let pinned = index.pin();
+        let root = pinned.root();
+        assert_eq!(root.window_hints.len(), root.slot_count());
+        (0..root.slot_count()).all(|slot| {
+            let Some(group) = root.group(slot) else {
+                return true;
+            };
+            let hint = &root.window_hints[slot];
+            let base = root.slots[slot].key;
+            let trained = group.keys().len() - group.appended();
+            let models = group.models();
+            hint.addresses()
+                == (
+                    group.keys().as_ptr() as usize,
+                    group.cells().as_ptr() as usize,
+                )
+                && models
+                    .iter()
+                    .enumerate()
+                    .take(3)
+                    .all(|(i, (start, model))| {
+                        let end = models.get(i + 1).map_or(trained, |m| m.0);
+                        group.keys()[*start..end].iter().all(|&key| {
+                            let expected = (*start as f64 + model.raw(key)).max(0.0);
+                            let hinted = hint.predicted(u64::window_offset(&key, base)).unwrap();
+                            (hinted as f64 - expected).abs() <= 1.0
+                        })
+                    })
+        })
+    }
+
+    #[test]
+    fn window_hints_follow_the_groups_through_compactions() {
+        // Gaps that change every few keys, so that groups of up to 128 keys need several
+        // models within an error bound of 2; 6,250 groups or more.
+        let mut key = 0;
+        let pairs: Vec<(u64, u64)> = (0..800_000u64)
+            .map(|i| {
+                key += 1 + (i / 7 % 5) * 3 + i % 3;
+                (key * 8, i)
+            })
+            .collect();
+        let config = Config {
+            background_threads: 0,
+            compaction_ratio: 0,
+            compaction_threshold: 0,
+            error_bound: 2,
+            max_models: 3,
+            max_group_size: 128,
+            ..Config::default()
+        };
+        let index = XIndex::bulk_load(&pairs, config).expect("a valid load");
+        let multi_model = index
+            .pin()
+            .root()
+            .groups()
+            .filter(|g| g.models().len() > 1)
+            .count();
+        assert!(
+            multi_model > 1000,
+            "{multi_model} groups with several models"
+        );
+        assert!(window_hints_match_the_groups(&index));
+        // Keys between the loaded ones: any non-empty delta index is compacted.
+        for &(key, value) in pairs.iter().step_by(8) {
+            index.insert(key + 1, value);
+        }
+        assert!(index.maintenance_step());
+        assert!(window_hints_match_the_groups(&index));
+    }
+
+    #[test]
+    fn small_roots_and_byte_string_roots_keep_no_window_hints() {
+        let config = Config {
+            background_threads: 0,
+            max_group_size: 16,
+            ..Config::default()
+        };
+        let pairs: Vec<(u64, u64)> = (0..16 * 4000u64).map(|i| (i, i)).collect();
+        let small = XIndex::bulk_load(&pairs, config.clone()).expect("a valid load");
+        let pinned = small.pin();
+        assert!(pinned.root().slot_count() < WINDOW_HINT_MIN_SLOTS);
+        assert!(pinned.root().window_hints.is_empty());
+        let strings: Vec<(Vec<u8>, u64)> = (0..16 * 5000u64)
+            .map(|i| (format!("{i:08}").into_bytes(), i))
+            .collect();
+        let strings = XIndex::bulk_load(&strings, config).expect("a valid load");
+        let pinned = strings.pin();
+        assert!(pinned.root().slot_count() >= WINDOW_HINT_MIN_SLOTS);
+        assert!(pinned.root().window_hints.is_empty());
     }
 }
