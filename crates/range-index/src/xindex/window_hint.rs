@@ -54,29 +54,31 @@ impl WindowHint {
         };
         let models = group.models();
         let keys = group.keys();
-        let lines: Option<Vec<(f64, f64)>> = models
-            .iter()
-            .take(HINTED_MODELS)
-            .map(|(start, model)| K::window_line(model, *start, base))
-            .collect();
-        let Some(lines) = lines.filter(|lines| !lines.is_empty()) else {
+        if models.is_empty() {
             self.keys.store(0, Relaxed);
             return;
-        };
-        for (i, start) in self.starts.iter().enumerate() {
-            let offset = models
-                .get(i + 1)
-                .filter(|_| i + 1 < HINTED_MODELS)
-                .map_or(f32::INFINITY, |(first, _)| {
-                    K::window_offset(K::query(&keys[*first]), base) as f32
-                });
-            start.store(offset.to_bits(), Relaxed);
         }
         for (i, line) in self.lines.iter().enumerate() {
-            let (slope, intercept) = lines.get(i).copied().unwrap_or_default();
+            // A line past the group's last model is never chosen: its start is `+∞`.
+            let (slope, intercept) = match models.get(i) {
+                Some((start, model)) => match K::window_line(model, *start, base) {
+                    Some(line) => line,
+                    None => {
+                        self.keys.store(0, Relaxed);
+                        return;
+                    }
+                },
+                None => (0.0, 0.0),
+            };
             let bits =
                 u64::from((slope as f32).to_bits()) << 32 | u64::from((intercept as f32).to_bits());
             line.store(bits, Relaxed);
+        }
+        for (i, start) in self.starts.iter().enumerate() {
+            let offset = models.get(i + 1).map_or(f32::INFINITY, |(first, _)| {
+                K::window_offset(K::query(&keys[*first]), base) as f32
+            });
+            start.store(offset.to_bits(), Relaxed);
         }
         self.cells.store(group.cells().as_ptr() as usize, Relaxed);
         self.keys.store(keys.as_ptr() as usize, Relaxed);
